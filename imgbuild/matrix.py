@@ -1,0 +1,400 @@
+"""Load and validate matrix.yaml, the compatibility matrix.
+
+The file has curated sections (cuda, gpus, features, speculative, known_issues,
+bases, targets) and a generated one (engines, written by scripts/gen_matrix.py
+from SGLang's wheels). Engine rows store their architecture classes as deltas
+against the previous release; loading expands them into full sets.
+
+Validation reports every problem at once as ``file:line: path: message``.
+Nothing here runs at import time; the file is read by ``load_matrix``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from imgbuild.errors import MatrixError, UsageError
+from imgbuild.specs import (
+    CudaSpec,
+    EngineSpec,
+    FeatureSpec,
+    GpuSpec,
+    KnownIssue,
+    SpeculativeSpec,
+)
+
+DEFAULT_MATRIX_PATH = Path(__file__).resolve().parent.parent / "matrix.yaml"
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_GPU_COUNT_SUFFIX = re.compile(r"^(?P<name>.+?)\s*[x×*]\s*(?P<count>\d+)$", re.IGNORECASE)
+_GPU_COUNT_PREFIX = re.compile(r"^(?P<count>\d+)\s*[x×*]\s*(?P<name>.+)$", re.IGNORECASE)
+
+
+def normalize_gpu_name(text: str) -> str:
+    """'NVIDIA RTX A6000' -> 'rtx-a6000'; used to compare names and aliases."""
+    text = text.strip().lower()
+    text = re.sub(r"^nvidia\s+", "", text)
+    return re.sub(r"[^a-z0-9]+", "-", text).strip("-")
+
+
+@dataclass(frozen=True)
+class Matrix:
+    path: Path
+    raw: dict[str, Any]
+    engines: tuple[EngineSpec, ...]
+    gpus: tuple[GpuSpec, ...]
+    cuda: tuple[CudaSpec, ...]
+    features: tuple[FeatureSpec, ...]
+    speculative: tuple[SpeculativeSpec, ...]
+    known_issues: tuple[KnownIssue, ...]
+    _gpu_index: dict[str, GpuSpec] = field(default_factory=dict, repr=False, compare=False)
+
+    def engine(self, version: str) -> EngineSpec:
+        wanted = _parse_version_arg(version, what="SGLang version")
+        for engine in self.engines:
+            if Version(engine.version) == wanted:
+                return engine
+        known = ", ".join(e.version for e in self.engines[-5:])
+        raise UsageError(
+            f"SGLang {version} is not in the matrix ({self.path})",
+            hint=f"use a released version (newest: {known}), or regenerate with scripts/gen_matrix.py",
+        )
+
+    def newest_engine(self) -> EngineSpec:
+        if not self.engines:
+            raise UsageError(f"{self.path}: no engines", hint="run scripts/gen_matrix.py")
+        return self.engines[-1]
+
+    def cuda_spec(self, version: str) -> CudaSpec:
+        for spec in self.cuda:
+            if spec.version == version:
+                return spec
+        raise UsageError(
+            f"CUDA {version} is not in the matrix's cuda: section ({self.path})",
+            hint="known: " + ", ".join(c.version for c in self.cuda),
+        )
+
+    def gpu_by_smi_name(self, name: str) -> GpuSpec | None:
+        return self._gpu_index.get(normalize_gpu_name(name))
+
+    def resolve_gpu(self, text: str) -> tuple[GpuSpec, int]:
+        """'RTX A6000x2', 'a6000 x 2', '2xH100-SXM', 'H200' -> (spec, count)."""
+        raw_text = text.strip()
+        whole = self.gpu_by_smi_name(raw_text)
+        if whole is not None:  # names such as 'RTX 5090' end in 'X <digits>' themselves
+            return whole, 1
+        match = _GPU_COUNT_SUFFIX.match(raw_text) or _GPU_COUNT_PREFIX.match(raw_text)
+        spec = self.gpu_by_smi_name(match.group("name")) if match else None
+        if spec is None or match is None:
+            raise UsageError(
+                f"unknown GPU {raw_text!r}",
+                hint="use a name or alias from the matrix's gpus: section, e.g. 'RTX A6000x2' "
+                "(see `imgbuild matrix show`)",
+            )
+        count = int(match.group("count"))
+        if count < 1:
+            raise UsageError(f"GPU count in {raw_text!r} must be at least 1", hint="write e.g. 'RTX A6000x2'")
+        return spec, count
+
+    @cached_property
+    def cuda_versions(self) -> frozenset[str]:
+        return frozenset(c.version for c in self.cuda)
+
+
+def _parse_version_arg(text: str, *, what: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        raise UsageError(
+            f"{what} {text!r} is not a version", hint="write it like 0.5.11 or 0.5.10.post1"
+        ) from None
+
+
+def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
+    """Read, validate and index a matrix file; raise MatrixError listing every problem."""
+    chosen = path or os.environ.get("IMGBUILD_MATRIX") or DEFAULT_MATRIX_PATH
+    matrix_path = Path(chosen)
+    try:
+        text = matrix_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(
+            f"matrix file {matrix_path} does not exist",
+            hint="pass --matrix FILE or set IMGBUILD_MATRIX",
+        ) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read matrix file {matrix_path}: {exc.strerror}") from exc
+    try:
+        data = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{matrix_path}:{mark.line + 1}" if mark else str(matrix_path)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise MatrixError([f"{where}: not valid YAML: {problem}"]) from None
+    return build_matrix(data, path=matrix_path, text=text)
+
+
+def build_matrix(data: Any, *, path: Path, text: str | None = None) -> Matrix:
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    if not isinstance(data, dict):
+        raise MatrixError([f"{path}:1: the matrix must be a mapping of sections"])
+    checker = _Checker(problems)
+    cuda = checker.cuda(data.get("cuda", []))
+    gpus = checker.gpus(data.get("gpus", []))
+    features = checker.features(data.get("features", []))
+    speculative = checker.speculative(data.get("speculative", []))
+    known_issues = checker.known_issues(data.get("known_issues", []))
+    engines = checker.engines(data.get("engines", []), {c.version for c in cuda})
+    if problems:
+        raise MatrixError(_locate(problems, path, text))
+    index: dict[str, GpuSpec] = {}
+    for gpu in gpus:
+        for key in (gpu.name, *gpu.aliases, *gpu.smi_names):
+            index.setdefault(normalize_gpu_name(key), gpu)
+    return Matrix(
+        path=path,
+        raw=data,
+        engines=engines,
+        gpus=gpus,
+        cuda=cuda,
+        features=features,
+        speculative=speculative,
+        known_issues=known_issues,
+        _gpu_index=index,
+    )
+
+
+class _Checker:
+    """Turns raw sections into specs, collecting (path, message) problems."""
+
+    def __init__(self, problems: list[tuple[tuple[Any, ...], str]]) -> None:
+        self.problems = problems
+
+    def problem(self, where: tuple[Any, ...], message: str) -> None:
+        self.problems.append((where, message))
+
+    def rows(self, section: str, value: Any) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.problem((section,), "must be a list")
+            return []
+        out = []
+        for i, row in enumerate(value):
+            if isinstance(row, dict):
+                out.append(((section, i), row))
+            else:
+                self.problem((section, i), "must be a mapping")
+        return out
+
+    def text(self, where: tuple[Any, ...], row: dict[str, Any], key: str, *, required: bool = True) -> str | None:
+        value = row.get(key)
+        if value is None:
+            if required:
+                self.problem(where + (key,), "is missing")
+            return None
+        if not isinstance(value, str):
+            self.problem(where + (key,), f"must be a quoted string, not {value!r}")
+            return None
+        return value
+
+    def version(self, where: tuple[Any, ...], row: dict[str, Any], key: str, *, required: bool = True) -> str | None:
+        value = self.text(where, row, key, required=required)
+        if value is not None:
+            try:
+                Version(value)
+            except InvalidVersion:
+                self.problem(where + (key,), f"{value!r} is not a PEP 440 version")
+                return None
+        return value
+
+    def strings(self, where: tuple[Any, ...], row: dict[str, Any], key: str) -> tuple[str, ...]:
+        value = row.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.problem(where + (key,), "must be a list of strings")
+            return ()
+        return tuple(value)
+
+    def cuda(self, value: Any) -> tuple[CudaSpec, ...]:
+        out = []
+        for where, row in self.rows("cuda", value):
+            version = self.version(where, row, "version")
+            min_driver = self.text(where, row, "min_driver")
+            sm = self.strings(where, row, "sm")
+            if version and min_driver:
+                out.append(CudaSpec(version=version, min_driver=min_driver, sm=sm))
+        return tuple(out)
+
+    def gpus(self, value: Any) -> tuple[GpuSpec, ...]:
+        out = []
+        seen: dict[str, tuple[Any, ...]] = {}
+        for where, row in self.rows("gpus", value):
+            name = self.text(where, row, "name")
+            aliases = self.strings(where, row, "aliases")
+            smi_names = self.strings(where, row, "smi_names")
+            cc = self.text(where, row, "compute_capability")
+            if cc is not None and not re.fullmatch(r"\d+\.\d+", cc):
+                self.problem(where + ("compute_capability",), f"{cc!r} must look like '8.6'")
+            memory = row.get("memory_mib")
+            if not isinstance(memory, int) or memory <= 0:
+                self.problem(where + ("memory_mib",), f"must be a positive integer (MiB), not {memory!r}")
+            for j, alias in enumerate(aliases):
+                key = normalize_gpu_name(alias)
+                if key in seen and seen[key] != where:
+                    self.problem(where + ("aliases", j), f"alias {alias!r} is already used by gpus[{seen[key][1]}]")
+                seen[key] = where
+            if name and cc and isinstance(memory, int):
+                out.append(
+                    GpuSpec(name=name, aliases=aliases, smi_names=smi_names, compute_capability=cc, memory_mib=memory)
+                )
+        return tuple(out)
+
+    def features(self, value: Any) -> tuple[FeatureSpec, ...]:
+        out = []
+        for where, row in self.rows("features", value):
+            name = self.text(where, row, "name")
+            min_sglang = self.version(where, row, "min_sglang", required=False)
+            if name:
+                out.append(
+                    FeatureSpec(
+                        name=name,
+                        description=str(row.get("description", "")),
+                        detect=str(row.get("detect", "")),
+                        min_sglang=min_sglang,
+                    )
+                )
+        return tuple(out)
+
+    def speculative(self, value: Any) -> tuple[SpeculativeSpec, ...]:
+        out = []
+        for where, row in self.rows("speculative", value):
+            algorithm = self.text(where, row, "algorithm")
+            min_sglang = self.version(where, row, "min_sglang", required=False)
+            if algorithm:
+                out.append(SpeculativeSpec(algorithm=algorithm, min_sglang=min_sglang, needs=str(row.get("needs", ""))))
+        return tuple(out)
+
+    def known_issues(self, value: Any) -> tuple[KnownIssue, ...]:
+        out = []
+        for where, row in self.rows("known_issues", value):
+            issue_id = self.text(where, row, "id")
+            min_sglang = self.version(where, row, "min_sglang")
+            reason = self.text(where, row, "reason")
+            source = self.text(where, row, "source")
+            match = row.get("match") or {}
+            if not isinstance(match, dict) or not match:
+                self.problem(where + ("match",), "must map model_types/architectures/features to lists")
+                match = {}
+            m_where = where + ("match",)
+            if issue_id and min_sglang and reason and source:
+                out.append(
+                    KnownIssue(
+                        id=issue_id,
+                        model_types=self.strings(m_where, match, "model_types"),
+                        architectures=self.strings(m_where, match, "architectures"),
+                        features=self.strings(m_where, match, "features"),
+                        min_sglang=min_sglang,
+                        reason=reason,
+                        source=source,
+                    )
+                )
+        return tuple(out)
+
+    def engines(self, value: Any, cuda_versions: set[str]) -> tuple[EngineSpec, ...]:
+        out: list[EngineSpec] = []
+        current: set[str] = set()
+        previous: Version | None = None
+        for where, row in self.rows("engines", value):
+            version = self.version(where, row, "version")
+            requires_python = self.text(where, row, "requires_python", required=False) or ""
+            if requires_python:
+                try:
+                    SpecifierSet(requires_python)
+                except InvalidSpecifier:
+                    self.problem(where + ("requires_python",), f"{requires_python!r} is not a version specifier")
+            pins = row.get("pins") or {}
+            if not isinstance(pins, dict):
+                self.problem(where + ("pins",), "must map package names to specifiers")
+                pins = {}
+            for name, spec in pins.items():
+                try:
+                    SpecifierSet(str(spec))
+                except InvalidSpecifier:
+                    self.problem(where + ("pins", name), f"{spec!r} is not a version specifier")
+            cuda = row.get("cuda")
+            if cuda is not None and str(cuda) not in cuda_versions:
+                self.problem(where + ("cuda",), f"{cuda!r} is not in cuda: (add a row for it)")
+            torch = row.get("torch")
+            glibc = row.get("glibc")
+            current |= set(self.strings(where, row, "architectures_added"))
+            current -= set(self.strings(where, row, "architectures_removed"))
+            if version:
+                parsed = Version(version)
+                if previous is not None and parsed <= previous:
+                    self.problem(where + ("version",), f"{version} is not after the engine before it")
+                previous = parsed
+                out.append(
+                    EngineSpec(
+                        version=version,
+                        requires_python=requires_python,
+                        glibc=None if glibc is None else str(glibc),
+                        pins={str(k): str(v) for k, v in pins.items()},
+                        torch=None if torch is None else str(torch),
+                        cuda=None if cuda is None else str(cuda),
+                        architectures=frozenset(current),
+                    )
+                )
+        return tuple(out)
+
+
+def format_path(where: tuple[Any, ...]) -> str:
+    text = ""
+    for part in where:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _locate(problems: list[tuple[tuple[Any, ...], str]], path: Path, text: str | None) -> list[str]:
+    """Prefix each problem with file:line, found by composing the YAML node tree (errors only)."""
+    root = None
+    if text is not None:
+        try:
+            root = yaml.compose(text, Loader=_Loader)
+        except yaml.YAMLError:
+            root = None
+    out = []
+    for where, message in problems:
+        line = _line_of(root, where)
+        prefix = f"{path}:{line}" if line else str(path)
+        out.append(f"{prefix}: {format_path(where)}: {message}")
+    return out
+
+
+def _line_of(node: Any, where: tuple[Any, ...]) -> int | None:
+    best = None
+    for part in where:
+        if node is None:
+            break
+        best = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            nxt = None
+            for key, value in node.value:
+                if key.value == part:
+                    nxt = value
+                    best = key.start_mark.line + 1
+                    break
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            node = None
+    if node is not None:
+        best = node.start_mark.line + 1
+    return best
