@@ -218,12 +218,26 @@ def host_blockers(engine: EngineSpec | None, host: HostView, matrix: Matrix) -> 
         )
     if spec.sm:
         for gpu in host.gpus:
-            if gpu.compute_capability not in spec.sm:
+            if not kernels_run_on(gpu.compute_capability, spec.sm):
                 reasons.append(
                     f"{gpu.name} has compute capability {gpu.compute_capability}, which torch's CUDA {spec.version} "
                     f"wheels are not built for ({', '.join(spec.sm)})"
                 )
     return reasons
+
+
+def kernels_run_on(compute_capability: str, built_for: tuple[str, ...]) -> bool:
+    """True when code built for ``built_for`` runs on a GPU of ``compute_capability``.
+
+    CUDA binaries (SASS) built for X.y run on X.z with z >= y, so sm_86 wheels
+    serve an sm_89 card; a different major needs its own build.
+    """
+    major, _, minor = compute_capability.partition(".")
+    for arch in built_for:
+        a_major, _, a_minor = arch.partition(".")
+        if a_major == major and int(a_minor or 0) <= int(minor or 0):
+            return True
+    return False
 
 
 def _older(have: str, need: str) -> bool:

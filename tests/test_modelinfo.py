@@ -1,0 +1,133 @@
+"""Model inspection: layer kinds, features and parameter counts from config.json."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from imgbuild.errors import UsageError
+from imgbuild.modelinfo import inspect_model, split_hub_id
+
+SEED_MODEL = Path(__file__).resolve().parent.parent / "examples" / "qwen3.6-27b"
+
+# Llama-3.1-8B's published config (meta-llama/Llama-3.1-8B config.json); 8,030,261,248 parameters.
+LLAMA_31_8B = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+}  # fmt: skip
+# DeepSeek-V3's config.json (deepseek-ai/DeepSeek-V3): MLA, 256 routed experts, one NextN layer, FP8 weights.
+DEEPSEEK_V3 = {
+    "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 7168,
+    "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_hidden_layers": 61, "num_attention_heads": 128,
+    "num_key_value_heads": 128, "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
+    "first_k_dense_replace": 3, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64, "v_head_dim": 128, "num_nextn_predict_layers": 1, "vocab_size": 129280,
+    "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]},
+    "torch_dtype": "bfloat16",
+}  # fmt: skip
+# Mistral-7B-v0.1's config.json: sliding window attention (4096).
+MISTRAL_7B = {
+    "architectures": ["MistralForCausalLM"], "model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+    "sliding_window": 4096, "torch_dtype": "bfloat16",
+}  # fmt: skip
+
+
+def write_config(tmp_path: Path, config: dict) -> Path:
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    return tmp_path
+
+
+def test_seed_model_is_a_gdn_hybrid_with_mtp_and_vision() -> None:
+    info = inspect_model(str(SEED_MODEL))
+    assert info.architectures == ("Qwen3_5ForConditionalGeneration",)
+    assert (info.full_attention_layers, info.linear_attention_layers, info.mtp_layers) == (16, 48, 1)
+    assert info.features == ("gdn-hybrid", "mtp", "vision")
+    assert (info.parameters, info.weight_bytes, info.parameters_source) == (27_781_427_952, 55_562_855_904, "index")
+
+
+def test_seed_parameter_breakdown_adds_up_to_the_published_total() -> None:
+    info = inspect_model(str(SEED_MODEL))
+    assert sum(info.parameter_breakdown.values()) == 27_781_427_952
+
+
+def test_parameters_from_shapes_when_there_is_no_index(tmp_path: Path) -> None:
+    info = inspect_model(str(write_config(tmp_path, LLAMA_31_8B)))
+    assert (info.parameters, info.parameters_source) == (8_030_261_248, "shapes")
+    assert info.weight_bytes == 2 * 8_030_261_248
+    assert info.features == ()
+
+
+def test_config_json_path_is_accepted(tmp_path: Path) -> None:
+    info = inspect_model(str(write_config(tmp_path, LLAMA_31_8B) / "config.json"))
+    assert info.architectures == ("LlamaForCausalLM",)
+
+
+@pytest.mark.parametrize(
+    ("config", "features"),
+    [
+        pytest.param(DEEPSEEK_V3, ("mtp", "mla", "moe", "quant-fp8"), id="deepseek-v3"),
+        pytest.param(MISTRAL_7B, ("sliding-window",), id="mistral-sliding-window"),
+        pytest.param({**MISTRAL_7B, "use_sliding_window": False}, (), id="sliding-window-disabled"),
+    ],
+)
+def test_features_detected_from_config(tmp_path: Path, config: dict, features: tuple[str, ...]) -> None:
+    assert inspect_model(str(write_config(tmp_path, config))).features == features
+
+
+def test_quantized_checkpoint_without_index_has_no_guessed_bytes(tmp_path: Path) -> None:
+    info = inspect_model(str(write_config(tmp_path, DEEPSEEK_V3)))
+    assert info.quantization == "fp8" and info.weight_bytes is None
+    assert info.mla and info.kv_lora_rank == 512 and info.moe_experts == 256
+
+
+def test_full_attention_interval_without_layer_types(tmp_path: Path) -> None:
+    config = json.loads((SEED_MODEL / "config.json").read_text())
+    del config["text_config"]["layer_types"]
+    info = inspect_model(str(write_config(tmp_path, config)))
+    assert (info.full_attention_layers, info.linear_attention_layers) == (16, 48)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param("{not json", "is not valid JSON", id="malformed"),
+        pytest.param("[1, 2]", "must hold a JSON object", id="not-an-object"),
+        pytest.param('{"model_type": "llama"}', "has no 'architectures'", id="no-architectures"),
+        pytest.param('{"architectures": ["X"]}', "lacks hidden_size", id="no-shapes"),
+    ],
+)
+def test_bad_config_is_bad_input_naming_the_file(tmp_path: Path, content: str, message: str) -> None:
+    (tmp_path / "config.json").write_text(content)
+    with pytest.raises(UsageError, match=message):
+        inspect_model(str(tmp_path))
+
+
+def test_missing_model_directory_and_missing_config(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no such file or directory"):
+        inspect_model(str(tmp_path / "absent"))
+    with pytest.raises(UsageError, match="config.json is missing"):
+        inspect_model(str(tmp_path))
+
+
+def test_index_metadata_wins_over_shapes(tmp_path: Path) -> None:
+    shutil.copy(SEED_MODEL / "config.json", tmp_path / "config.json")
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 123}}))
+    info = inspect_model(str(tmp_path))
+    assert info.weight_bytes == 123 and info.parameters == 27_781_427_952
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("Qwen/Qwen3.6-27B", ("Qwen/Qwen3.6-27B", "main"), id="default-revision"),
+        pytest.param("Qwen/Qwen3.6-27B@v1.0", ("Qwen/Qwen3.6-27B", "v1.0"), id="revision"),
+        pytest.param("not an id", None, id="spaces"),
+    ],
+)
+def test_split_hub_id(text: str, expected: tuple[str, str] | None) -> None:
+    assert split_hub_id(text) == expected
