@@ -1,0 +1,845 @@
+"""Failure triage for SGLang server logs: a catalog of signatures and a classifier.
+
+Pure data layer: no docker, httpx, pynvml or click; no I/O. ``diagnose_log`` takes
+the log's lines and returns a ``Diagnosis``; ``LogWatcher`` does the same while a
+log streams in, and says at the first fatal line that the launch has failed, so
+``certify`` does not wait for its readiness deadline. ``read_figures`` pulls the
+memory figures SGLang prints while it starts (weights, KV tokens, state pool).
+
+How a diagnosis is made:
+1. When the log has "Received sigquit from a child process" (the parent's line in
+   ``entrypoints/engine.py`` after a scheduler died), the root cause is the first
+   traceback above it (``managers/scheduler.py`` logs "Scheduler hit an exception:
+   <traceback>" and then signals the parent). Its exception line is classified;
+   ``via`` is "child-failed". If that exception matches no signature the class is
+   "child-failed" itself and ``cause`` is the exception line.
+2. Otherwise the first traceback whose exception matches a signature, else the
+   first line anywhere that matches one.
+3. A log with a failure marker (a traceback, an exception line, the sigquit line)
+   that matches nothing is "unknown"; a log with none is "none" (no failure seen).
+
+Log lines quoted below are from the SGLang 0.5.11 wheel (paths inside ``sglang/srt``)
+and from public issue threads (cited in tests/data/failure-logs/).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+# Class names; the CLI and the certificate use these strings.
+NONE = "none"
+UNKNOWN = "unknown"
+NOT_ENOUGH_MEMORY = "not-enough-memory"
+CUDA_OOM = "cuda-oom"
+CHILD_FAILED = "child-failed"
+UNSUPPORTED_ARCHITECTURE = "unsupported-architecture"
+DRIVER_TOO_OLD = "driver-too-old"
+NO_KERNEL_IMAGE = "no-kernel-image"
+NCCL = "nccl"
+PORT_IN_USE = "port-in-use"
+MODEL_NOT_FOUND = "model-not-found"
+JIT_BUILD_FAILED = "jit-build-failed"
+FLAGS_REFUSED = "flags-refused"
+
+CLASSES = (
+    NOT_ENOUGH_MEMORY,
+    CUDA_OOM,
+    CHILD_FAILED,
+    UNSUPPORTED_ARCHITECTURE,
+    DRIVER_TOO_OLD,
+    NO_KERNEL_IMAGE,
+    NCCL,
+    PORT_IN_USE,
+    MODEL_NOT_FOUND,
+    JIT_BUILD_FAILED,
+    FLAGS_REFUSED,
+    UNKNOWN,
+    NONE,
+)
+
+# cuda-oom phases
+PHASE_LOAD = "load"
+PHASE_CAPTURE = "cuda-graph-capture"
+PHASE_RUNTIME = "runtime"
+
+PLAN_ADVICE = (
+    "Run `imgbuild plan` with the same model, GPUs and flags: it sizes the pools by "
+    "SGLang's own accounting and lists the fixes that fit (a larger --mem-fraction-static, "
+    "a shorter --context-length, more GPUs through --tp-size)."
+)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One known failure: what to look for, what it means, and what to do."""
+
+    failure_class: str
+    patterns: tuple[re.Pattern[str], ...]
+    summary: str
+    advice: tuple[str, ...]
+    fatal: bool = True  # when the line appears, the launch will not recover
+    source: str = ""  # the SGLang file (or thread) the line comes from
+
+    def matches(self, line: str) -> bool:
+        return any(p.search(line) for p in self.patterns)
+
+
+def _re(*patterns: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
+
+
+# Order matters where one line could match two signatures: the first wins.
+CATALOG: tuple[Signature, ...] = (
+    Signature(
+        NOT_ENOUGH_MEMORY,
+        _re(
+            # model_executor/pool_configurator.py (0.5.9-0.5.11)
+            r"Not enough memory\. Please try to increase --mem-fraction-static",
+            # 0.5.2x wording
+            r"Loaded weights leave no GPU memory for the KV cache",
+        ),
+        "The weights leave no room for the KV cache under --mem-fraction-static: SGLang "
+        "sized the pool at zero or fewer tokens.",
+        (
+            "Raise --mem-fraction-static (it is the share of free GPU memory for weights "
+            "plus the KV and state pools, not the KV share alone), or spread the weights "
+            "over more GPUs with --tp-size, or use a quantized checkpoint.",
+            PLAN_ADVICE,
+            "Check that no other process holds GPU memory: SGLang measures the memory "
+            "that is free, not the card's total.",
+        ),
+        source="model_executor/pool_configurator.py",
+    ),
+    Signature(
+        NOT_ENOUGH_MEMORY,
+        # model_runner_kv_cache_mixin.py warns before the pool is sized when the profiled
+        # token count is negative (sglang issue 7691); the error follows it.
+        _re(r"is larger than the profiled value -\d+"),
+        "The profiled KV token count is negative: the weights use more than "
+        "--mem-fraction-static allows.",
+        (
+            "Raise --mem-fraction-static, or use more GPUs (--tp-size) or a quantized "
+            "checkpoint so the weights leave room for the KV cache.",
+            PLAN_ADVICE,
+        ),
+        fatal=False,
+        source="model_executor/model_runner_kv_cache_mixin.py",
+    ),
+    Signature(
+        CUDA_OOM,
+        _re(
+            r"CUDA out of memory",
+            r"torch\.(cuda\.)?OutOfMemoryError",
+            r"CUDA error: out of memory",
+            r"cudaErrorMemoryAllocation",
+        ),
+        "A CUDA allocation failed: the GPU ran out of memory.",
+        (),  # advice depends on the phase, see _OOM_ADVICE
+        source="torch",
+    ),
+    Signature(
+        UNSUPPORTED_ARCHITECTURE,
+        _re(
+            # models/registry.py
+            r"Model architectures? \[.*\] (are|is) not supported",
+            r"Unsupported architectures?: \w+",
+            r"Model architectures \[.*\] failed to be inspected",
+        ),
+        "This SGLang version has no implementation for the model's architecture.",
+        (
+            "Use an SGLang release that supports the architecture: `imgbuild check MODEL` "
+            "names the first one, and `imgbuild render --sglang VERSION` builds it.",
+            "If the architecture should be supported, look for an earlier 'Ignore import "
+            "error when loading sglang.srt.models...' line: the model's module failed to import.",
+        ),
+        source="models/registry.py",
+    ),
+    Signature(
+        DRIVER_TOO_OLD,
+        _re(
+            r"NVIDIA driver on your system is too old",
+            r"CUDA driver version is insufficient for CUDA runtime version",
+            r"cudaErrorInsufficientDriver",
+            r"forward compatibility was attempted on non supported HW",
+        ),
+        "The host's NVIDIA driver is older than the CUDA the image's torch was built for.",
+        (
+            "Upgrade the host driver to at least the minimum for the image's CUDA "
+            "(matrix.yaml `cuda:` rows list min_driver), or use an image built for an "
+            "older CUDA.",
+            "`found version 12040` means the driver supports CUDA 12.4 at most.",
+        ),
+        source="torch/cuda/__init__.py",
+    ),
+    Signature(
+        NO_KERNEL_IMAGE,
+        _re(
+            r"no kernel image is available for execution on the device",
+            r"cudaErrorNoKernelImageForDevice",
+        ),
+        "The image's CUDA kernels were not built for this GPU's compute capability.",
+        (
+            "Use an image whose torch and kernel wheels include this GPU's sm_XX "
+            "(matrix.yaml `cuda:` rows list the sm targets; `imgbuild check` compares them "
+            "with your GPUs).",
+            "If a JIT-compiled kernel is at fault, set TORCH_CUDA_ARCH_LIST to the GPU's "
+            "capability when building the image.",
+        ),
+        source="CUDA runtime",
+    ),
+    Signature(
+        NO_KERNEL_IMAGE,
+        # A torch warning that precedes the error on too-new GPUs (e.g. sm_120 on cu124).
+        _re(r"with CUDA capability sm_\d+ is not compatible with the current PyTorch installation"),
+        "The image's torch was not built for this GPU's compute capability.",
+        (
+            "Use an image whose torch includes this GPU's sm_XX (a newer CUDA build).",
+        ),
+        fatal=False,
+        source="torch/cuda/__init__.py",
+    ),
+    Signature(
+        NCCL,
+        _re(
+            r"NCCL error",
+            r"ncclUnhandledCudaError|ncclSystemError|ncclInternalError|ncclInvalidUsage",
+            r"ProcessGroupNCCL.*(timeout|Watchdog caught collective operation timeout)",
+            r"NCCL WARN .*(failed|error)",
+        ),
+        "NCCL, which links the GPUs for tensor parallelism, failed.",
+        (
+            "Give the container shared memory: run it with --ipc=host or a large --shm-size "
+            "(NCCL puts its buffers in /dev/shm).",
+            "On GPUs without peer-to-peer access (most consumer and workstation cards "
+            "without NVLink), try NCCL_P2P_DISABLE=1; rerun with NCCL_DEBUG=INFO for the reason.",
+            "Check that every GPU asked for is visible in the container and not held by "
+            "another process.",
+        ),
+        source="distributed/device_communicators/pynccl_wrapper.py",
+    ),
+    Signature(
+        PORT_IN_USE,
+        _re(
+            r"\[Errno 98\]",
+            r"address already in use",
+            r"EADDRINUSE",
+        ),
+        "A port SGLang needs is already bound by another process.",
+        (
+            "Pick a free --port, or stop the process that holds it (`ss -ltnp`). SGLang "
+            "binds the HTTP port only after the model has loaded, so check it before launching.",
+            "If the port is the distributed-init or NCCL port, set --nccl-port or "
+            "--dist-init-addr to a free one.",
+        ),
+        source="entrypoints/http_server.py (uvicorn)",
+    ),
+    Signature(
+        MODEL_NOT_FOUND,
+        _re(
+            r"Repo id must be in the form",
+            r"is not a local folder and is not a valid model identifier",
+            r"Incorrect path_or_model_id",
+            r"Can't load the configuration of",
+            r"does not appear to have a file named config\.json",
+            r"RepositoryNotFoundError",
+            r"GatedRepoError|Cannot access gated repo",
+            r"No such file or directory: '[^']*config\.json'",
+        ),
+        "The model path or Hugging Face id cannot be resolved inside the container.",
+        (
+            "Mount the model directory into the container and pass the path as the "
+            "container sees it to --model-path (certify mounts it read-only for you).",
+            "For a Hugging Face id, mount the cache (HF_HOME) or allow downloads; gated "
+            "models need HF_TOKEN.",
+        ),
+        source="transformers / huggingface_hub",
+    ),
+    Signature(
+        JIT_BUILD_FAILED,
+        _re(
+            r"No such file or directory: 'ninja'",
+            r"Ninja is required to load C\+\+ extensions",
+            r"ninja: build stopped",
+            r"Error building extension",
+            r"fatal error: [\w./-]+\.h: No such file or directory",
+            r"nvcc: (command )?not found|Could not find nvcc",
+            r"Command '\['/usr/bin/(gcc|cc|g\+\+)'.*returned non-zero exit status",
+            r"CalledProcessError: Command .*(ninja|nvcc|gcc)",
+        ),
+        "A kernel that is compiled at launch (flashinfer, triton, deep_gemm JIT) failed to build.",
+        (
+            "Build the image with the JIT toolchain: ninja, a C compiler, the Python headers "
+            "and the CUDA headers (imgbuild's rendered Dockerfile installs them).",
+            "Or avoid the JIT path, e.g. --attention-backend triton, at a speed cost.",
+        ),
+        source="flashinfer/jit/cpp_ext.py, triton",
+    ),
+    Signature(
+        FLAGS_REFUSED,
+        _re(
+            r"launch_server\.py: error: ",
+            r"error: unrecognized arguments: ",
+            r"error: argument --[\w-]+: ",
+            r"error: the following arguments are required",
+            # server_args.py checks after parsing (0.5.11, Qwen3-Next/3.5 + speculation)
+            r"not compatible with radix cache when using --mamba-scheduler-strategy",
+        ),
+        "This SGLang version refused the launch flags.",
+        (
+            "Use the flags this version accepts: `imgbuild plan` checks them against "
+            "the version's server_args.py before anything loads.",
+            "Flag names use dashes (--reasoning-parser, not --reasoning_parser); flags "
+            "come and go between releases.",
+        ),
+        source="server_args.py",
+    ),
+)
+
+_OOM_ADVICE: dict[str | None, tuple[str, ...]] = {
+    PHASE_LOAD: (
+        "The weights (or the KV pool sized by --mem-fraction-static right after them) did "
+        "not fit: use more GPUs (--tp-size) or a quantized checkpoint; if the failure came "
+        "while the KV pool was allocated, lower --mem-fraction-static.",
+        "Check that no other process holds GPU memory (nvidia-smi).",
+        PLAN_ADVICE,
+    ),
+    PHASE_CAPTURE: (
+        # SGLang's own advice: model_executor/cuda_graph_runner.py, CUDA_GRAPH_CAPTURE_FAILED_MSG
+        "CUDA graphs are captured in the memory outside the static pool: lower "
+        "--mem-fraction-static (e.g. by 0.05) to leave them more room.",
+        "Or lower --cuda-graph-max-bs (e.g. 16), which captures fewer, smaller graphs.",
+        "--disable-cuda-graph works too, at a large speed cost.",
+    ),
+    PHASE_RUNTIME: (
+        "Activations of a large batch overflowed the memory outside the static pool: "
+        "lower --mem-fraction-static, --chunked-prefill-size or --max-running-requests.",
+        "With speculative decoding the draft model also lives outside the pool in 0.5.11; "
+        "lower --mem-fraction-static further or --speculative-num-steps.",
+    ),
+    None: (
+        "The log does not show when it failed; if during weight load, use more GPUs or a "
+        "quantized checkpoint; if during CUDA-graph capture, lower --mem-fraction-static or "
+        "--cuda-graph-max-bs; if while serving, lower --chunked-prefill-size.",
+        "Check that no other process holds GPU memory (nvidia-smi).",
+        PLAN_ADVICE,
+    ),
+}
+
+UNKNOWN_ADVICE = (
+    "No known signature matched; the cause line is the root error SGLang printed.",
+    "Search SGLang's issues for that line, and rerun with --log-level debug for more detail.",
+)
+CHILD_FAILED_ADVICE = (
+    "A scheduler process died and the launcher shut the server down; the cause line is "
+    "the exception of the first traceback above 'Received sigquit'.",
+) + UNKNOWN_ADVICE[1:]
+
+_SIGQUIT = re.compile(r"Received sigquit from a child process")
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
+# "[2026-05-01 10:00:00 TP0] " and "2025-07-02 16:41:31 | ERROR | stderr | " style prefixes
+_PREFIX = re.compile(
+    r"^\s*(?:\[[^\]]*\d{2}:\d{2}:\d{2}[^\]]*\]\s*|\d{4}-\d{2}-\d{2}[ T][\d:,.]+\s*(?:\|[^|]*\|\s*)*)"
+)
+_EXCEPTION = re.compile(
+    r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::\s.*|:?$)"
+)
+_FRAME = re.compile(r"^\s*File \"")
+_HIT_EXCEPTION = re.compile(r"\w+ hit an exception")
+_IMPORT_IGNORED = re.compile(r"Ignore import error when loading (sglang\.srt\.models\.\w+)")
+_READY = re.compile(r"The server is fired up and ready to roll!")
+
+# Milestones in start-up order (model_runner.py, memory_pool.py, http_server.py)
+_M_LOAD_BEGIN = re.compile(r"Load weight begin")
+_M_LOAD_END = re.compile(r"Load weight end")
+_M_POOL = re.compile(r"KV Cache is allocated|Memory pool end")
+_M_CAPTURE_BEGIN = re.compile(r"Capture (cuda|draft cuda|piecewise CUDA) graph begin|Capture cuda graph bs")
+_M_CAPTURE_END = re.compile(r"Capture cuda graph end")
+
+
+def strip_prefix(line: str) -> str:
+    """The message without SGLang's '[time TPn] ' or a logger's 'time | LEVEL | name | ' prefix."""
+    return _PREFIX.sub("", line.rstrip("\r\n"), count=1)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What failed, why, and what to do. ``failure_class`` is one of CLASSES."""
+
+    failure_class: str
+    cause: str | None = None
+    advice: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+    summary: str | None = None
+    phase: str | None = None  # cuda-oom only: load / cuda-graph-capture / runtime
+    via: str | None = None  # "child-failed" when a scheduler's death carried the cause
+    line_number: int | None = None  # 1-based line of the cause
+    confidence: str = "matched"  # "matched" a signature line, or "inferred" from context
+    ready: bool = False  # the log shows "The server is fired up and ready to roll!"
+
+    @property
+    def failed(self) -> bool:
+        return self.failure_class != NONE
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "class": self.failure_class,
+            "cause": self.cause,
+            "advice": list(self.advice),
+            "evidence": list(self.evidence),
+            "summary": self.summary,
+            "phase": self.phase,
+            "via": self.via,
+            "line": self.line_number,
+            "confidence": self.confidence,
+            "ready": self.ready,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Diagnosis:
+        return cls(
+            failure_class=str(data["class"]),
+            cause=data.get("cause"),  # type: ignore[arg-type]
+            advice=tuple(data.get("advice") or ()),  # type: ignore[arg-type]
+            evidence=tuple(data.get("evidence") or ()),  # type: ignore[arg-type]
+            summary=data.get("summary"),  # type: ignore[arg-type]
+            phase=data.get("phase"),  # type: ignore[arg-type]
+            via=data.get("via"),  # type: ignore[arg-type]
+            line_number=data.get("line"),  # type: ignore[arg-type]
+            confidence=str(data.get("confidence") or "matched"),
+            ready=bool(data.get("ready")),
+        )
+
+
+@dataclass(frozen=True)
+class _Traceback:
+    start: int  # index of the "Traceback (most recent call last):" line
+    exception: int | None  # index of its first exception line, None when cut off
+    frames: tuple[str, ...]
+
+
+def _match(text: str) -> Signature | None:
+    if _IMPORT_IGNORED.search(text):
+        # SGLang imports every model module and logs the failures it ignores; such a
+        # line explains a failure only together with one (see _refine_architecture).
+        return None
+    for sig in CATALOG:
+        if sig.matches(text):
+            return sig
+    return None
+
+
+def _jit_signature(text: str) -> Signature | None:
+    return next((s for s in CATALOG if s.failure_class == JIT_BUILD_FAILED and s.matches(text)), None)
+
+
+def _tracebacks(msgs: list[str]) -> list[_Traceback]:
+    """Every traceback in the log with its exception line (the first after its frames)."""
+    found: list[_Traceback] = []
+    i = 0
+    n = len(msgs)
+    while i < n:
+        if not _TRACEBACK.search(msgs[i]):
+            i += 1
+            continue
+        start = i
+        frames: list[str] = []
+        j = i + 1
+        exc: int | None = None
+        while j < n:
+            m = msgs[j]
+            if _FRAME.match(m):
+                frames.append(m.strip())
+            elif _TRACEBACK.search(m):
+                break  # a new traceback before this one's exception: cut off
+            elif _EXCEPTION.match(m.strip()) and not m.startswith((" ", "\t")):
+                exc = j
+                break
+            elif _EXCEPTION.match(m.strip()) and not frames:
+                exc = j
+                break
+            j += 1
+        found.append(_Traceback(start, exc, tuple(frames)))
+        i = (exc + 1) if exc is not None else j if j > i else i + 1
+    return found
+
+
+def _exception_text(msgs: list[str], index: int) -> str:
+    """The exception line plus its continuation lines (driver messages span several)."""
+    parts = [msgs[index].strip()]
+    for k in range(index + 1, min(index + 4, len(msgs))):
+        nxt = msgs[k].strip()
+        if not nxt or _TRACEBACK.search(nxt) or _SIGQUIT.search(nxt) or _FRAME.match(msgs[k]):
+            break
+        if _PREFIX.match(msgs[k]) and msgs[k] != nxt:  # a new log record
+            break
+        parts.append(nxt)
+    return " ".join(parts)
+
+
+def _oom_phase(msgs: list[str], index: int, frames: Iterable[str]) -> str | None:
+    text = msgs[index]
+    if re.search(r"Capture (cuda|draft cuda|piecewise CUDA) graph failed", text, re.I):
+        return PHASE_CAPTURE
+    frame_text = " ".join(frames)
+    if "cuda_graph_runner" in frame_text or "capture_one_batch_size" in frame_text:
+        return PHASE_CAPTURE
+    if re.search(r"load_model|load_weights|model_loader|init_memory_pool|_initialize_model", frame_text):
+        return PHASE_LOAD
+    if re.search(r"event_loop|run_batch|forward_batch_generation|process_batch", frame_text):
+        return PHASE_RUNTIME
+    # No telling frames: the last start-up milestone before the OOM says where it was.
+    phase: str | None = None
+    for m in msgs[:index]:
+        if _READY.search(m):
+            phase = PHASE_RUNTIME
+        elif _M_CAPTURE_END.search(m):
+            phase = PHASE_RUNTIME if phase == PHASE_RUNTIME else None
+        elif _M_CAPTURE_BEGIN.search(m):
+            phase = PHASE_CAPTURE
+        elif _M_LOAD_BEGIN.search(m) or _M_LOAD_END.search(m) or _M_POOL.search(m):
+            phase = PHASE_LOAD
+    return phase
+
+
+def _diagnose_at(
+    lines: list[str], msgs: list[str], index: int, sig: Signature, frames: tuple[str, ...],
+    *, via: str | None, extra_evidence: tuple[int, ...] = (), ready: bool,
+) -> Diagnosis:
+    cause = _exception_text(msgs, index) if _EXCEPTION.match(msgs[index].strip()) else msgs[index].strip()
+    evidence_idx = sorted({index, *extra_evidence})
+    phase = None
+    advice = sig.advice
+    summary = sig.summary
+    if sig.failure_class == CUDA_OOM:
+        phase = _oom_phase(msgs, index, frames)
+        advice = _OOM_ADVICE[phase]
+        where = {PHASE_LOAD: "while loading", PHASE_CAPTURE: "during CUDA-graph capture",
+                 PHASE_RUNTIME: "while serving", None: "at a point the log does not show"}[phase]
+        summary = f"A CUDA allocation failed {where}: the GPU ran out of memory."
+    elif sig.failure_class == NOT_ENOUGH_MEMORY:
+        load_end = _last_before(msgs, index, _M_LOAD_END)
+        if load_end is not None:
+            evidence_idx = sorted({load_end, *evidence_idx})
+    return Diagnosis(
+        failure_class=sig.failure_class,
+        cause=cause,
+        advice=advice,
+        evidence=tuple(lines[i].rstrip("\r\n") for i in evidence_idx),
+        summary=summary,
+        phase=phase,
+        via=via,
+        line_number=index + 1,
+        ready=ready,
+    )
+
+
+def _last_before(msgs: list[str], index: int, pattern: re.Pattern[str]) -> int | None:
+    for k in range(index - 1, -1, -1):
+        if pattern.search(msgs[k]):
+            return k
+    return None
+
+
+def _refine_architecture(
+    lines: list[str], msgs: list[str], diag: Diagnosis, upto: int
+) -> Diagnosis:
+    """'not supported' after 'Ignore import error when loading sglang.srt.models.X':
+    the module exists but failed to import (sglang issue 4253: a triton gcc build)."""
+    for k in range(upto):
+        m = _IMPORT_IGNORED.search(msgs[k])
+        if not m:
+            continue
+        inner = _jit_signature(msgs[k])
+        if inner is not None:
+            return Diagnosis(
+                failure_class=JIT_BUILD_FAILED,
+                cause=msgs[k].strip(),
+                advice=inner.advice,
+                evidence=(lines[k].rstrip("\r\n"),) + diag.evidence,
+                summary=f"{m.group(1)} failed to import because a kernel build failed, so its "
+                "architecture looked unsupported.",
+                via=diag.via,
+                line_number=k + 1,
+                ready=diag.ready,
+            )
+        return Diagnosis(
+            failure_class=UNSUPPORTED_ARCHITECTURE,
+            cause=diag.cause,
+            advice=(f"{m.group(1)} exists in this SGLang but failed to import: {msgs[k].strip()}",)
+            + diag.advice,
+            evidence=(lines[k].rstrip("\r\n"),) + diag.evidence,
+            summary=diag.summary,
+            via=diag.via,
+            line_number=diag.line_number,
+            ready=diag.ready,
+        )
+    return diag
+
+
+def diagnose_log(lines: Iterable[str]) -> Diagnosis:
+    """Classify an SGLang log (the whole log or an excerpt) by the catalog."""
+    lines = [ln.rstrip("\r\n") for ln in lines]
+    msgs = [strip_prefix(ln) for ln in lines]
+    ready = any(_READY.search(m) for m in msgs)
+    tbs = _tracebacks(msgs)
+    sigquit = next((i for i, m in enumerate(msgs) if _SIGQUIT.search(m)), None)
+
+    def finish(d: Diagnosis, upto: int) -> Diagnosis:
+        if d.failure_class == UNSUPPORTED_ARCHITECTURE:
+            return _refine_architecture(lines, msgs, d, upto)
+        return d
+
+    # 1. A child died: the first traceback above the sigquit line holds the cause.
+    if sigquit is not None:
+        above = [tb for tb in tbs if tb.start < sigquit]
+        extra = (sigquit,)
+        for tb in above[:1]:
+            if tb.exception is None:
+                break
+            text = _exception_text(msgs, tb.exception)
+            sig = _match(text)
+            if sig is not None:
+                d = _diagnose_at(lines, msgs, tb.exception, sig, tb.frames,
+                                 via=CHILD_FAILED, extra_evidence=extra, ready=ready)
+                return finish(d, tb.exception)
+            return Diagnosis(
+                failure_class=CHILD_FAILED,
+                cause=text,
+                advice=CHILD_FAILED_ADVICE,
+                evidence=(lines[tb.exception], lines[sigquit]),
+                summary="A scheduler process raised an exception that no signature matches.",
+                via=CHILD_FAILED,
+                line_number=tb.exception + 1,
+                ready=ready,
+            )
+        # No complete traceback above it: a signature line above still explains it.
+        hit = _first_signature(msgs, 0, sigquit)
+        if hit is not None:
+            i, sig = hit
+            return finish(_diagnose_at(lines, msgs, i, sig, (), via=CHILD_FAILED,
+                                       extra_evidence=extra, ready=ready), i)
+        inferred = _infer_from_milestones(lines, msgs, sigquit, ready=ready, via=CHILD_FAILED)
+        if inferred is not None:
+            return inferred
+        return Diagnosis(
+            failure_class=CHILD_FAILED,
+            cause=msgs[sigquit].strip(),
+            advice=CHILD_FAILED_ADVICE,
+            evidence=(lines[sigquit],),
+            summary="A child process failed; its traceback is not in the log.",
+            via=CHILD_FAILED,
+            line_number=sigquit + 1,
+            ready=ready,
+        )
+
+    # 2. The first traceback whose exception matches a signature.
+    for tb in tbs:
+        if tb.exception is None:
+            continue
+        sig = _match(_exception_text(msgs, tb.exception))
+        if sig is not None:
+            return finish(_diagnose_at(lines, msgs, tb.exception, sig, tb.frames, via=None,
+                                       ready=ready), tb.exception)
+
+    # 3. The first line anywhere matching a signature; a fatal one beats a warning.
+    hit = _first_signature(msgs, 0, len(msgs), fatal_only=True) or _first_signature(msgs, 0, len(msgs))
+    if hit is not None:
+        i, sig = hit
+        frames = _frames_above(tbs, i)
+        return finish(_diagnose_at(lines, msgs, i, sig, frames, via=None, ready=ready), i)
+
+    # 4. A failure marker with no signature.
+    marker = next(
+        (i for i, m in enumerate(msgs) if _HIT_EXCEPTION.search(m) or _TRACEBACK.search(m)), None
+    )
+    if marker is not None:
+        for k in range(marker):
+            if _IMPORT_IGNORED.search(msgs[k]) and (sig := _jit_signature(msgs[k])) is not None:
+                return Diagnosis(
+                    failure_class=JIT_BUILD_FAILED,
+                    cause=msgs[k].strip(),
+                    advice=sig.advice,
+                    evidence=(lines[k], lines[marker]),
+                    summary="A model module failed to import because a kernel build failed; "
+                    "the failure that followed is probably its consequence.",
+                    line_number=k + 1,
+                    confidence="inferred",
+                    ready=ready,
+                )
+        inferred = _infer_from_milestones(lines, msgs, marker, ready=ready, via=None)
+        if inferred is not None:
+            return inferred
+        exc = next((tb.exception for tb in tbs if tb.exception is not None), None)
+        at = exc if exc is not None else marker
+        return Diagnosis(
+            failure_class=UNKNOWN,
+            cause=_exception_text(msgs, at) if exc is not None else msgs[at].strip(),
+            advice=UNKNOWN_ADVICE,
+            evidence=(lines[at],),
+            summary="The log shows a failure that no known signature matches.",
+            line_number=at + 1,
+            ready=ready,
+        )
+    return Diagnosis(failure_class=NONE, ready=ready,
+                     summary="The log shows no failure." + (" The server became ready." if ready else ""))
+
+
+def _first_signature(
+    msgs: list[str], lo: int, hi: int, *, fatal_only: bool = False
+) -> tuple[int, Signature] | None:
+    """The first matching line in msgs[lo:hi], preferring exception lines ('XError: ...')
+    over log lines, and log lines over indented source lines quoted in a traceback."""
+    exc_hit = log_hit = code_hit = None
+    for i in range(lo, hi):
+        sig = _match(msgs[i])
+        if sig is None or (fatal_only and not sig.fatal):
+            continue
+        if _EXCEPTION.match(msgs[i]):
+            exc_hit = exc_hit or (i, sig)
+            break
+        if msgs[i].startswith((" ", "\t")):
+            code_hit = code_hit or (i, sig)
+        else:
+            log_hit = log_hit or (i, sig)
+    return exc_hit or log_hit or code_hit
+
+
+def _frames_above(tbs: list[_Traceback], index: int) -> tuple[str, ...]:
+    for tb in tbs:
+        if tb.exception == index:
+            return tb.frames
+    return ()
+
+
+_AVAIL = re.compile(r"avail mem=([\d.]+) GB")
+
+
+def _infer_from_milestones(
+    lines: list[str], msgs: list[str], failure_at: int, *, ready: bool, via: str | None
+) -> Diagnosis | None:
+    """A failure whose traceback was not captured, right after 'Load weight end' and
+    before the KV cache was allocated: that step is the pool sizing, where SGLang raises
+    'Not enough memory' (sglang issue 4895). Marked as inferred, never as matched."""
+    load_end = _last_before(msgs, failure_at, _M_LOAD_END)
+    if load_end is None:
+        return None
+    if any(_M_POOL.search(m) or _M_CAPTURE_BEGIN.search(m) for m in msgs[load_end:failure_at]):
+        return None
+    avail = _AVAIL.search(msgs[load_end])
+    avail_text = f" (avail mem={avail.group(1)} GB after the weights)" if avail else ""
+    sig = CATALOG[0]
+    return Diagnosis(
+        failure_class=NOT_ENOUGH_MEMORY,
+        cause=f"{msgs[failure_at].strip()} (the exception itself is not in the log), right "
+        f"after 'Load weight end'{avail_text} and before the KV cache was allocated",
+        advice=sig.advice,
+        evidence=(lines[load_end], lines[failure_at]),
+        summary="Probably not enough memory for the KV cache: the failure came at the pool "
+        "sizing step, where SGLang raises 'Not enough memory'.",
+        via=via,
+        line_number=failure_at + 1,
+        confidence="inferred",
+        ready=ready,
+    )
+
+
+class LogWatcher:
+    """Feeds on log lines as they stream; ``feed`` returns a Diagnosis at the first fatal
+    line (the sigquit line, or a line matching a fatal signature), else None."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.ready_seen = False
+        self.verdict: Diagnosis | None = None
+
+    def feed(self, line: str) -> Diagnosis | None:
+        line = line.rstrip("\r\n")
+        self.lines.append(line)
+        if self.verdict is not None:
+            return None
+        msg = strip_prefix(line)
+        if _READY.search(msg):
+            self.ready_seen = True
+            return None
+        if _SIGQUIT.search(msg):
+            self.verdict = diagnose_log(self.lines)
+            return self.verdict
+        sig = _match(msg)
+        if sig is not None and sig.fatal:
+            self.verdict = diagnose_log(self.lines)
+            return self.verdict
+        return None
+
+    def diagnose(self) -> Diagnosis:
+        return self.verdict or diagnose_log(self.lines)
+
+
+@dataclass(frozen=True)
+class LogFigures:
+    """Memory figures SGLang logs while it starts (GB in SGLang's log means GiB), TP rank 0's."""
+
+    weights_gib: float | None = None  # "Load weight end ... mem usage="
+    avail_after_load_gib: float | None = None
+    kv_tokens: int | None = None  # "KV Cache is allocated. #tokens:"
+    kv_gib: float | None = None  # K size + V size (or KV size for MLA)
+    state_slots: int | None = None  # "Mamba Cache is allocated. max_mamba_cache_size:"
+    state_gib: float | None = None  # conv_state + ssm_state
+    avail_after_pool_gib: float | None = None  # "Memory pool end. avail mem="
+    graph_gib: float | None = None  # "Capture cuda graph end ... mem usage="
+    avail_after_graph_gib: float | None = None
+    max_total_num_tokens: int | None = None
+    max_running_requests: int | None = None
+    context_len: int | None = None
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        out = {k: v for k, v in self.__dict__.items() if k != "extra"}
+        out.update(self.extra)
+        return out
+
+
+_F_LOAD = re.compile(r"Load weight end\..*?avail mem=([\d.]+) GB(?:, mem usage=([\d.]+) GB)?")
+_F_KV = re.compile(r"KV Cache is allocated\. #tokens: (\d+), (?:K size: ([\d.]+) GB, V size: ([\d.]+) GB|KV size: ([\d.]+) GB)")
+_F_MAMBA = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+), conv_state size: ([\d.]+) ?GB, ssm_state size: ([\d.]+) ?GB")
+_F_POOL = re.compile(r"Memory pool end\. avail mem=([\d.]+) GB")
+_F_GRAPH = re.compile(r"Capture cuda graph end\..*?mem usage=([\d.]+) GB\. avail mem=([\d.]+) GB")
+_F_TOKENS = re.compile(r"max_total_num_tokens=(\d+),.*?max_running_requests=(\d+),.*?context_len=(\d+)")
+_TP_RANK = re.compile(r"\bTP(\d+)\b")
+
+
+def read_figures(lines: Iterable[str]) -> LogFigures:
+    """The first (TP rank 0's, where the prefix says) value of each start-up figure."""
+    vals: dict[str, object] = {}
+
+    def put(key: str, value: object) -> None:
+        vals.setdefault(key, value)
+
+    for raw in lines:
+        head = raw[:64]
+        rank = _TP_RANK.search(head)
+        if rank and rank.group(1) != "0":
+            continue
+        msg = strip_prefix(raw)
+        if m := _F_LOAD.search(msg):
+            put("avail_after_load_gib", float(m.group(1)))
+            if m.group(2):
+                put("weights_gib", float(m.group(2)))
+        elif m := _F_KV.search(msg):
+            put("kv_tokens", int(m.group(1)))
+            kv = float(m.group(4)) if m.group(4) else float(m.group(2)) + float(m.group(3))
+            put("kv_gib", round(kv, 4))
+        elif m := _F_MAMBA.search(msg):
+            put("state_slots", int(m.group(1)))
+            put("state_gib", round(float(m.group(2)) + float(m.group(3)), 4))
+        elif m := _F_POOL.search(msg):
+            put("avail_after_pool_gib", float(m.group(1)))
+        elif m := _F_GRAPH.search(msg):
+            put("graph_gib", float(m.group(1)))
+            put("avail_after_graph_gib", float(m.group(2)))
+        elif m := _F_TOKENS.search(msg):
+            put("max_total_num_tokens", int(m.group(1)))
+            put("max_running_requests", int(m.group(2)))
+            put("context_len", int(m.group(3)))
+    return LogFigures(**vals)  # type: ignore[arg-type]

@@ -1,0 +1,255 @@
+"""Triage of SGLang logs: real excerpts from public threads (tests/data/failure-logs,
+each citing its source on its first line) and lines as SGLang 0.5.11 prints them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from imgbuild.cli import cli
+from imgbuild.triage import LogWatcher, diagnose_log, read_figures
+
+LOGS = Path(__file__).parent / "data" / "failure-logs"
+
+
+def log_lines(name: str) -> list[str]:
+    """The excerpt without its leading '# source:' comment lines."""
+    lines = (LOGS / name).read_text(encoding="utf-8").splitlines()
+    while lines and lines[0].startswith("# "):
+        lines.pop(0)
+    return lines
+
+
+# file, class, phase, via, confidence, a fragment the cause must contain
+REAL_LOGS = [
+    ("cuda-oom-after-load.sglang-10736.txt", "cuda-oom", None, None, "matched", "Tried to allocate 2.00 GiB"),
+    ("cuda-oom.sglang-7006.txt", "cuda-oom", None, None, "matched", "Tried to allocate 26.00 MiB"),
+    ("cuda-graph-oom.sglang-5285.txt", "cuda-oom", "cuda-graph-capture", None, "matched", "Capture cuda graph failed"),
+    ("negative-profiled-tokens.sglang-7691.txt", "not-enough-memory", None, None, "matched", "profiled value -561981"),
+    ("no-kv-memory.inferencex-2128.txt", "not-enough-memory", None, None, "matched", "mem-fraction-static=0.88"),
+    ("not-enough-memory.sglang-4895.txt", "not-enough-memory", None, None, "inferred", "avail mem=3.64 GB"),
+    ("nccl.sglang-4289.txt", "nccl", None, "child-failed", "matched", "RuntimeError: NCCL error: unhandled system error"),
+    ("nccl-unindented.sglang-3460.txt", "nccl", None, None, "matched", "RuntimeError: NCCL error"),
+    ("jit-ninja.transformerlab-api-381.txt", "jit-build-failed", None, "child-failed", "matched", "'ninja'"),
+    ("jit-import-error.sglang-4253.txt", "jit-build-failed", None, None, "inferred", "sglang.srt.models.deepseek_v2"),
+    ("unsupported-architecture.sglang-5441.txt", "unsupported-architecture", None, None, "matched", "Glm4ForCausalLM"),
+    ("driver-too-old.sglang-11395.txt", "driver-too-old", None, None, "matched", "found version 12040"),
+    ("no-kernel-image.sglang-831.txt", "no-kernel-image", None, None, "matched", "RMSNorm failed"),
+    ("flags-refused.sglang-12818.txt", "flags-refused", None, None, "matched", "--reasoning_parser"),
+    ("port-in-use.openui-226.txt", "port-in-use", None, None, "matched", "address already in use"),
+    ("started-then-warmup-failed.sglang-2468.txt", "unknown", None, None, "matched", "AssertionError"),
+]
+
+
+@pytest.mark.parametrize(
+    "name, klass, phase, via, confidence, cause_part", REAL_LOGS, ids=[r[0] for r in REAL_LOGS]
+)
+def test_real_log_excerpt_is_classified(name, klass, phase, via, confidence, cause_part):
+    d = diagnose_log(log_lines(name))
+    assert (d.failure_class, d.phase, d.via, d.confidence) == (klass, phase, via, confidence)
+    assert cause_part in d.cause
+    assert d.evidence, "the lines used are reported"
+    assert all(line in log_lines(name) for line in d.evidence)
+    assert d.advice
+
+
+def test_every_failure_log_cites_its_thread_on_the_first_line():
+    for path in sorted(LOGS.glob("*.txt")):
+        first = path.read_text(encoding="utf-8").splitlines()[0]
+        assert first.startswith("# source: https://github.com/"), path.name
+    assert {p.name for p in LOGS.glob("*.txt")} == {r[0] for r in REAL_LOGS}
+
+
+P = "[2026-05-01 10:00:0{} TP0] "
+
+STARTUP_0511 = [
+    P.format(0) + "Load weight begin. avail mem=47.29 GB",
+    P.format(1) + "Load weight end. elapsed=31.02 s, type=Qwen3_5ForConditionalGeneration, dtype=torch.bfloat16, avail mem=21.41 GB, mem usage=25.88 GB.",
+    P.format(2) + "Mamba Cache is allocated. max_mamba_cache_size: 97, conv_state size: 0.57GB, ssm_state size: 2.27GB ",
+    P.format(2) + "KV Cache is allocated. #tokens: 233472, K size: 3.56 GB, V size: 3.56 GB",
+    P.format(2) + "Memory pool end. avail mem=7.02 GB",
+    P.format(3) + "Capture cuda graph begin. This can take up to several minutes. avail mem=6.90 GB",
+]
+
+
+def sched_traceback(frames: list[str], exc: str) -> list[str]:
+    return (
+        [P.format(4) + "Scheduler hit an exception: Traceback (most recent call last):"]
+        + [f'  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/{f}", line 1, in x' for f in frames]
+        + [exc, "", "[2026-05-01 10:00:05] Received sigquit from a child process. It usually means the child failed."]
+    )
+
+
+SYNTHETIC = [
+    (
+        "oom-during-capture-by-frames",
+        STARTUP_0511 + sched_traceback(["model_executor/cuda_graph_runner.py"],
+                                       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB."),
+        "cuda-oom", "cuda-graph-capture", "child-failed",
+    ),
+    (
+        "oom-during-capture-by-milestone",
+        STARTUP_0511 + sched_traceback(["managers/scheduler.py"],
+                                       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB."),
+        "cuda-oom", "cuda-graph-capture", "child-failed",
+    ),
+    (
+        "oom-during-load",
+        STARTUP_0511[:1] + sched_traceback(["model_loader/loader.py"],
+                                           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB."),
+        "cuda-oom", "load", "child-failed",
+    ),
+    (
+        "oom-while-serving",
+        STARTUP_0511 + [P.format(5) + "Capture cuda graph end. Time elapsed: 9.10 s. mem usage=0.61 GB. avail mem=6.29 GB.",
+                        "[2026-05-01 10:00:06] The server is fired up and ready to roll!"]
+        + sched_traceback(["managers/scheduler.py"], "torch.OutOfMemoryError: CUDA out of memory."),
+        "cuda-oom", "runtime", "child-failed",
+    ),
+    (
+        "not-enough-memory-0511-wording",
+        STARTUP_0511[:2] + sched_traceback(
+            ["model_executor/pool_configurator.py"],
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.5"),
+        "not-enough-memory", None, "child-failed",
+    ),
+    (
+        "child-failed-unmatched",
+        STARTUP_0511[:2] + sched_traceback(["models/qwen3_5.py"], "KeyError: 'model.layers.0.mlp.gate.weight'"),
+        "child-failed", None, "child-failed",
+    ),
+    (
+        "first-traceback-above-sigquit-wins",
+        STARTUP_0511[:2]
+        + sched_traceback(["distributed/parallel_state.py"], "RuntimeError: NCCL error: unhandled cuda error")[:-2]
+        + sched_traceback(["model_loader/loader.py"], "torch.OutOfMemoryError: CUDA out of memory."),
+        "nccl", None, "child-failed",
+    ),
+    (
+        "import-error-of-an-unused-model-is-no-failure",
+        ["[2026-05-01 10:00:00] Ignore import error when loading sglang.srt.models.foo. No module named 'bar'"]
+        + STARTUP_0511 + ["[2026-05-01 10:00:06] The server is fired up and ready to roll!"],
+        "none", None, None,
+    ),
+    (
+        "radix-cache-refused-at-parse-time",
+        ["Traceback (most recent call last):",
+         '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/server_args.py", line 1, in __post_init__',
+         "ValueError: Speculative decoding for Qwen3_5ForConditionalGeneration is not compatible with radix cache "
+         "when using --mamba-scheduler-strategy no_buffer. To use radix cache with speculative decoding, please use "
+         "--mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1."],
+        "flags-refused", None, None,
+    ),
+    ("empty-log", [], "none", None, None),
+]
+
+
+@pytest.mark.parametrize("lines, klass, phase, via", [s[1:] for s in SYNTHETIC], ids=[s[0] for s in SYNTHETIC])
+def test_sglang_0_5_11_lines_are_classified(lines, klass, phase, via):
+    d = diagnose_log(lines)
+    assert (d.failure_class, d.phase, d.via) == (klass, phase, via)
+
+
+def test_child_failed_reports_the_root_exception_not_the_sigquit_line():
+    lines = STARTUP_0511[:2] + sched_traceback(["models/qwen3_5.py"], "KeyError: 'model.layers.0.mlp.gate.weight'")
+    d = diagnose_log(lines)
+    assert d.cause == "KeyError: 'model.layers.0.mlp.gate.weight'"
+    assert any("Received sigquit" in e for e in d.evidence)
+
+
+def test_each_oom_phase_has_its_own_advice():
+    advice = {}
+    for name, lines, klass, phase, _ in SYNTHETIC:
+        if klass == "cuda-oom":
+            advice[phase] = diagnose_log(lines).advice
+    assert set(advice) == {"load", "cuda-graph-capture", "runtime"}
+    assert len({a for a in advice.values()}) == 3
+    assert any("--cuda-graph-max-bs" in a for a in advice["cuda-graph-capture"])
+
+
+def test_not_enough_memory_advice_points_to_imgbuild_plan():
+    d = diagnose_log(log_lines("no-kv-memory.inferencex-2128.txt"))
+    assert any("imgbuild plan" in a for a in d.advice)
+
+
+def test_watcher_stops_at_the_first_fatal_line_with_the_same_verdict_as_the_whole_log():
+    lines = STARTUP_0511 + sched_traceback(["model_executor/cuda_graph_runner.py"],
+                                           "torch.OutOfMemoryError: CUDA out of memory.") + ["later noise"]
+    w = LogWatcher()
+    verdicts = [(i, v) for i, line in enumerate(lines) if (v := w.feed(line)) is not None]
+    assert len(verdicts) == 1
+    at, verdict = verdicts[0]
+    assert "OutOfMemoryError" in lines[at]
+    assert verdict.failure_class == "cuda-oom"
+    assert verdict.phase == "cuda-graph-capture"
+
+
+def test_watcher_ignores_warnings_and_notes_readiness():
+    w = LogWatcher()
+    for line in ["[2026-05-01 10:00:00] Ignore import error when loading sglang.srt.models.foo. x",
+                 "UserWarning: NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.",
+                 "[2026-05-01 10:00:06] The server is fired up and ready to roll!"]:
+        assert w.feed(line) is None
+    assert w.ready_seen
+
+
+def test_read_figures_takes_rank_0_values():
+    lines = STARTUP_0511 + [
+        "[2026-05-01 10:00:01 TP1] Load weight end. elapsed=31.02 s, type=X, dtype=torch.bfloat16, avail mem=20.00 GB, mem usage=26.00 GB.",
+        P.format(5) + "Capture cuda graph end. Time elapsed: 9.10 s. mem usage=0.61 GB. avail mem=6.29 GB.",
+        P.format(6) + "max_total_num_tokens=233472, chunked_prefill_size=4096, max_prefill_tokens=16384, "
+        "max_running_requests=48, context_len=262144, available_gpu_mem=6.29 GB",
+    ]
+    f = read_figures(lines)
+    assert (f.weights_gib, f.avail_after_load_gib) == (25.88, 21.41)
+    assert (f.kv_tokens, f.kv_gib) == (233472, 7.12)
+    assert (f.state_slots, f.state_gib) == (97, 2.84)
+    assert (f.graph_gib, f.max_total_num_tokens, f.max_running_requests, f.context_len) == (0.61, 233472, 48, 262144)
+
+
+def test_read_figures_of_an_older_log_without_mem_usage():
+    f = read_figures(log_lines("started-then-warmup-failed.sglang-2468.txt"))
+    assert (f.avail_after_load_gib, f.weights_gib, f.max_total_num_tokens) == (9.69, None, 56524)
+
+
+DIAGNOSE_CLI = [
+    ("failure-json", ["diagnose", "--json", str(LOGS / "nccl.sglang-4289.txt")], 1),
+    ("no-failure", ["diagnose", "-"], 0),
+    ("unreadable", ["diagnose", str(LOGS / "does-not-exist.txt")], 2),
+]
+
+
+@pytest.mark.parametrize("args, code", [c[1:] for c in DIAGNOSE_CLI], ids=[c[0] for c in DIAGNOSE_CLI])
+def test_diagnose_exit_codes(args, code):
+    proc = subprocess.run([sys.executable, "-m", "imgbuild.cli", *args], input="all good\n",
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == code, proc.stderr
+    if code == 2:
+        assert "cannot read log" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_diagnose_json_has_class_cause_advice_evidence():
+    result = CliRunner().invoke(cli, ["diagnose", "--json", str(LOGS / "jit-ninja.transformerlab-api-381.txt")])
+    data = json.loads(result.output)
+    assert data["class"] == "jit-build-failed"
+    assert data["cause"] == "FileNotFoundError: [Errno 2] No such file or directory: 'ninja'"
+    assert isinstance(data["advice"], list) and data["advice"]
+    assert any("Received sigquit" in e for e in data["evidence"])
+
+
+def test_diagnose_reads_stdin():
+    text = (LOGS / "flags-refused.sglang-12818.txt").read_text()
+    result = CliRunner().invoke(cli, ["diagnose", "-"], input=text)
+    assert "class: flags-refused" in result.output
+
+
+def test_triage_imports_no_adapter_library():
+    code = ("import sys, imgbuild.triage; bad = {'docker', 'httpx', 'pynvml', 'click'} & set(sys.modules); "
+            "print(sorted(bad)); sys.exit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout
