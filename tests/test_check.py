@@ -1,0 +1,141 @@
+"""check: verdicts and reasons against a small matrix, then the shipped one."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from imgbuild.check import CheckOptions, check_model, kernels_run_on
+from imgbuild.errors import EnvironmentUnavailable, UsageError
+from imgbuild.gpus import GpuDevice, HostGpus, SnapshotProbe
+from imgbuild.matrix import load_matrix
+
+SEED_MODEL = str(Path(__file__).resolve().parent.parent / "examples" / "qwen3.6-27b")
+
+SMALL = textwrap.dedent(
+    """\
+    cuda:
+      - {version: "12.8", min_driver: "570.26", sm: ["8.0", "8.6", "9.0", "10.0", "12.0"]}
+      - {version: "13.0", min_driver: "580.65.06", sm: ["8.0", "8.6", "9.0", "10.0", "12.0"]}
+    gpus:
+      - {name: RTX A6000, aliases: [a6000], smi_names: [NVIDIA RTX A6000], compute_capability: "8.6", memory_mib: 49140}
+      - {name: Tesla V100, aliases: [v100], smi_names: [Tesla V100-SXM2-32GB], compute_capability: "7.0", memory_mib: 32768}
+    features:
+      - {name: gdn-hybrid, description: Gated DeltaNet hybrid, detect: layer_types, min_sglang: "0.5.2"}
+    known_issues:
+      - id: qwen3.6-gdn
+        match: {model_types: [qwen3_5]}
+        min_sglang: "0.5.11"
+        reason: Qwen3.6 GDN hybrid checkpoints fail to load
+        source: the seed
+    engines:
+      - {version: "0.5.1", requires_python: ">=3.10", pins: {torch: "==2.8.0"}, torch: "2.8.0", cuda: "12.8",
+         architectures_added: [LlamaForCausalLM]}
+      - {version: "0.5.9", requires_python: ">=3.10", pins: {torch: "==2.9.1"}, torch: "2.9.1", cuda: "12.8",
+         architectures_added: [Qwen3_5ForConditionalGeneration]}
+      - {version: "0.5.11", requires_python: ">=3.10", pins: {torch: "==2.11.0"}, torch: "2.11.0", cuda: "13.0"}
+    """
+)
+
+
+@pytest.fixture
+def small(tmp_path: Path):
+    path = tmp_path / "matrix.yaml"
+    path.write_text(SMALL)
+    return load_matrix(path)
+
+
+def snapshot(tmp_path: Path, *, driver: str, name: str = "NVIDIA RTX A6000", cc: str = "8.6") -> SnapshotProbe:
+    devices = tuple(
+        GpuDevice(index=i, uuid=f"GPU-{i}", name=name, memory_total_mib=49140, memory_used_mib=0,
+                  memory_free_mib=48600, compute_capability=cc)
+        for i in range(2)
+    )
+    path = tmp_path / "gpus.json"
+    path.write_text(json.dumps(HostGpus(driver, "13.0", devices).to_dict()))
+    return SnapshotProbe(path)
+
+
+def test_known_issue_blocks_0_5_9_and_names_0_5_11_as_minimum(small) -> None:
+    result = check_model(CheckOptions(model=SEED_MODEL, sglang="0.5.9"), matrix=small, probe=None)
+    assert not result.supported
+    assert result.min_sglang == "0.5.11"
+    assert any("needs SGLang >= 0.5.11" in r and "qwen3.6-gdn" in r for r in result.reasons)
+
+
+def test_architecture_not_yet_registered_names_the_first_release(small) -> None:
+    result = check_model(CheckOptions(model=SEED_MODEL, sglang="0.5.1"), matrix=small, probe=None)
+    assert any("not registered in SGLang 0.5.1; first registered in 0.5.9" in r for r in result.reasons)
+    assert any("gdn-hybrid" in r and ">= 0.5.2" in r for r in result.reasons)
+
+
+def test_supported_on_0_5_11_with_cuda_and_driver(small) -> None:
+    result = check_model(CheckOptions(model=SEED_MODEL, sglang="0.5.11"), matrix=small, probe=None)
+    assert result.supported and result.reasons == ()
+    data = result.to_dict()
+    assert data["sglang"] == {"version": "0.5.11", "source": "matrix", "torch": "2.11.0", "cuda": "13.0",
+                              "min_driver": "580.65.06"}
+    assert data["recommended"]["sglang"] == "0.5.11" and data["recommended"]["min_driver"] == "580.65.06"
+    assert "host not checked: no GPU probe" in data["notes"]
+
+
+def test_old_driver_on_live_host_is_a_reason_and_changes_the_recommendation(small, tmp_path: Path) -> None:
+    probe = snapshot(tmp_path, driver="570.86.15")
+    result = check_model(CheckOptions(model=SEED_MODEL, sglang="0.5.11"), matrix=small, probe=probe)
+    assert not result.supported
+    assert result.reasons == (
+        "driver 570.86.15 is older than CUDA 13.0 needs (>= 580.65.06) for SGLang 0.5.11 (torch 2.11.0)",
+    )
+    assert result.recommended is None  # 0.5.9 would run on that driver but cannot serve the model
+
+
+def test_gpu_target_compute_capability_not_built_for(small) -> None:
+    opts = CheckOptions(model=SEED_MODEL, sglang="0.5.11", gpu="v100x2", driver="580.126.09")
+    result = check_model(opts, matrix=small, probe=None)
+    assert any("compute capability 7.0" in r for r in result.reasons)
+
+
+def test_no_driver_leaves_the_host_unchecked_not_failed(small) -> None:
+    class NoDriver:
+        def read(self) -> HostGpus:
+            raise EnvironmentUnavailable("no NVIDIA driver: NVML could not start")
+
+    result = check_model(CheckOptions(model=SEED_MODEL, sglang="0.5.11"), matrix=small, probe=NoDriver())
+    assert result.supported and not result.host.checked
+    assert "no NVIDIA driver" in result.host.source
+
+
+def test_two_sglang_sources_are_refused(small) -> None:
+    with pytest.raises(UsageError, match="--sglang and --python both name an SGLang"):
+        check_model(CheckOptions(model=SEED_MODEL, sglang="0.5.11", python="/usr/bin/python3"), matrix=small, probe=None)
+
+
+def test_python_without_sglang_is_bad_input(small) -> None:
+    with pytest.raises(UsageError, match="no sglang is installed in the environment of"):
+        check_model(CheckOptions(model=SEED_MODEL, python="/usr/bin/python3"), matrix=small, probe=None)
+
+
+@pytest.mark.parametrize(
+    ("cc", "built", "runs"),
+    [
+        pytest.param("8.9", ("8.0", "8.6", "9.0"), True, id="ada-on-sm86"),
+        pytest.param("8.6", ("8.0",), True, id="same-major-lower-minor"),
+        pytest.param("7.0", ("8.0", "9.0"), False, id="volta-not-built"),
+        pytest.param("12.1", ("10.0", "12.0"), True, id="gb10-on-sm120"),
+        pytest.param("10.0", ("8.0", "9.0"), False, id="blackwell-needs-its-own"),
+    ],
+)
+def test_kernels_run_on(cc: str, built: tuple[str, ...], runs: bool) -> None:
+    assert kernels_run_on(cc, built) is runs
+
+
+def test_shipped_matrix_seed_verdicts() -> None:
+    matrix = load_matrix()
+    old = check_model(CheckOptions(model=SEED_MODEL, sglang="0.5.9"), matrix=matrix, probe=None)
+    new = check_model(CheckOptions(model=SEED_MODEL, sglang="0.5.11"), matrix=matrix, probe=None)
+    assert not old.supported and old.min_sglang == "0.5.11"
+    assert new.supported and new.sglang.engine.cuda == "13.0"
+    assert new.sglang_min_driver and new.sglang_min_driver.startswith("580")

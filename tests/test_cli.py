@@ -1,0 +1,83 @@
+"""The command line as users run it: exit codes, one-line errors on stderr, --json on stdout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = str(ROOT / "examples" / "qwen3.6-27b")
+
+
+def imgbuild(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "imgbuild.cli", *args], capture_output=True, text=True, cwd=ROOT, env=env, check=False
+    )
+
+
+def test_check_seed_on_0_5_9_is_not_supported_and_names_0_5_11() -> None:
+    done = imgbuild("check", SEED, "--sglang", "0.5.9")
+    assert done.returncode == 1, done.stderr
+    assert "NOT SUPPORTED by SGLang 0.5.9" in done.stdout
+    assert "oldest SGLang that serves this model: 0.5.11" in done.stdout
+
+
+def test_check_seed_on_0_5_11_is_supported_with_cuda_13_and_its_driver() -> None:
+    done = imgbuild("check", SEED, "--sglang", "0.5.11", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["supported"] is True and data["reasons"] == []
+    assert data["sglang"]["cuda"] == "13.0" and data["sglang"]["min_driver"].startswith("580")
+    assert data["model"]["architectures"] == ["Qwen3_5ForConditionalGeneration"]
+    assert data["min_sglang"] == "0.5.11"
+    assert set(data["recommended"]) >= {"sglang", "torch", "cuda", "min_driver"}
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        pytest.param(["check", SEED, "--sglang", "five"], "SGLang version 'five' is not a version", id="bad-version"),
+        pytest.param(["check", SEED, "--sglang", "0.5.11", "--gpu", "Voodoo 5"], "unknown GPU 'Voodoo 5'", id="bad-gpu"),
+        pytest.param(["check", "/nonexistent/model", "--sglang", "0.5.11"], "no such file or directory", id="no-model"),
+        pytest.param(["check", SEED, "--sglang", "0.5.11", "--matrix", "/nonexistent.yaml"], "does not exist",
+                     id="no-matrix"),
+        pytest.param(["inspect", "not a model id"], "neither a local path nor a Hugging Face id", id="bad-id"),
+        pytest.param(["check"], "Missing argument 'MODEL'", id="usage"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(args: list[str], needle: str) -> None:
+    done = imgbuild(*args)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == ""
+
+
+def test_matrix_with_errors_is_exit_2_listing_each(tmp_path: Path) -> None:
+    bad = tmp_path / "m.yaml"
+    bad.write_text('cuda:\n  - {version: 12.8, min_driver: "570"}\ngpus:\n  - {name: X}\n')
+    done = imgbuild("matrix", "validate", str(bad))
+    assert done.returncode == 2
+    assert f"{bad}:2: cuda[0].version: must be a quoted string" in done.stderr
+    assert f"{bad}:4: gpus[0].compute_capability: is missing" in done.stderr
+
+
+def test_debug_shows_the_traceback() -> None:
+    done = imgbuild("--debug", "check", SEED, "--sglang", "five")
+    assert done.returncode != 0 and "Traceback" in done.stderr
+
+
+def test_matrix_show_lists_engines_and_one_engine_in_full() -> None:
+    table = imgbuild("matrix", "show")
+    assert table.returncode == 0 and "0.5.11" in table.stdout and "RTX A6000" in table.stdout
+    one = json.loads(imgbuild("matrix", "show", "--engine", "0.5.11", "--json").stdout)
+    assert one["cuda"] == "13.0" and "Qwen3_5ForConditionalGeneration" in one["architectures"]
+
+
+def test_inspect_json_reports_layers_and_weights() -> None:
+    data = json.loads(imgbuild("inspect", SEED, "--json").stdout)
+    assert data["linear_attention_layers"] == 48 and data["weight_bytes"] == 55_562_855_904
