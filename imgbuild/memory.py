@@ -1,0 +1,1139 @@
+"""SGLang's own GPU memory accounting, done before anything loads. Pure: no I/O.
+
+Every formula names the file of the SGLang wheel it follows (paths inside the
+``sglang/srt/`` package). Three rule sets, chosen by version ("eras"), each read
+from the released wheels:
+
+- ``0.5.9`` (0.5.9 and older): model_executor/model_runner_kv_cache_mixin.py
+  ``profile_max_num_token``/``init_memory_pool``; server_args.py
+  ``_handle_gpu_memory_settings`` with a 2 GiB speculative reserve; hybrid
+  models with speculation silently lose the radix cache.
+- ``0.5.10`` (0.5.10 .. 0.5.13): model_executor/pool_configurator.py and
+  model_runner_kv_cache_mixin.py ``_profile_available_bytes``/
+  ``handle_max_mamba_cache``/``_resolve_max_num_reqs``; a 4 GiB speculative
+  reserve; piecewise CUDA graphs on by default; hybrid + speculation + radix
+  cache with ``no_buffer`` is refused at argument parsing.
+- ``0.5.14`` (0.5.14 and newer, read in 0.5.14 and 0.5.23): no speculative
+  reserve in the default mem-fraction; draft weights load before the KV pool is
+  sized ("draft weights are now counted"); mamba slots and intermediate
+  speculative states solved jointly; ``--mamba-radix-cache-strategy auto``
+  picks extra_buffer instead of refusing. 0.5.23 pads the intermediate states by
+  one slot (mem_cache/kv_cache_configurator.py) and, from 0.5.18, reserves the
+  multimodal embedding cache (100 MiB) out of the KV budget.
+
+All sizes are per GPU. SGLang logs "GB" meaning GiB (x / (1 << 30)).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+GIB = float(1 << 30)
+MIB = float(1 << 20)
+
+# ----------------------------------------------------------------------------- rules
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What one SGLang version does, where the versions differ."""
+
+    version: str
+    era: str  # "0.5.9" | "0.5.10" | "0.5.14"
+    spec_reserve_mib: int  # server_args.py _handle_gpu_memory_settings, EAGLE family
+    standalone_reserve_mib: int
+    piecewise_graphs_default_on: bool
+    hybrid_spec_radix: str  # "auto-disable" | "refuse" | "extra-buffer"
+    mrr_explicit_cap: str  # "none" | "estimate" | "tokens"
+    draft_weights_before_kv: bool
+    mamba_joint_solve: bool
+    intermediate_pad_slot: bool
+    mm_reservation_mib: int
+    verified: bool  # this exact version's wheel was read
+
+
+def _vkey(version: str) -> tuple[int, ...]:
+    parts: list[int] = []
+    for piece in version.replace("post", ".").replace("rc", ".").split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    while len(parts) < 4:
+        parts.append(0)
+    return tuple(parts[:4])
+
+
+VERIFIED_VERSIONS = frozenset({"0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.23"})
+
+
+def rules_for(version: str) -> Rules:
+    key = _vkey(version)
+    verified = version in VERIFIED_VERSIONS
+    if key < _vkey("0.5.10"):
+        return Rules(version, "0.5.9", 2048, 6144, False, "auto-disable", "none", False, False, False, 0, verified)
+    if key < _vkey("0.5.14"):
+        return Rules(version, "0.5.10", 4096, 6144, True, "refuse", "estimate", False, False, False, 0, verified)
+    return Rules(
+        version,
+        "0.5.14",
+        0,
+        0,
+        True,
+        "extra-buffer",
+        "tokens",
+        True,
+        True,
+        key >= _vkey("0.5.23"),
+        100 if key >= _vkey("0.5.18") else 0,
+        verified,
+    )
+
+
+# ----------------------------------------------------------------------------- geometry
+
+_DTYPE_BYTES = {
+    "bfloat16": 2,
+    "bf16": 2,
+    "float16": 2,
+    "fp16": 2,
+    "half": 2,
+    "float32": 4,
+    "fp32": 4,
+    "float": 4,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "fp8": 1,
+    "float8_e4m3fn": 1,
+    "int8": 1,
+}
+
+
+@dataclass(frozen=True)
+class VisionGeometry:
+    kind: str  # "qwen3-vl" (shapes known) | "opaque" (params from the index)
+    depth: int = 0
+    hidden_size: int = 0
+    intermediate_size: int = 0
+    out_hidden_size: int = 0
+    patch_size: int = 0
+    temporal_patch_size: int = 1
+    in_channels: int = 3
+    spatial_merge_size: int = 2
+    num_position_embeddings: int = 0
+    deepstack_layers: int = 0
+    num_hidden_layers_attr: int | None = None  # what adjust_mem_fraction_for_vlm reads
+
+
+@dataclass(frozen=True)
+class ModelGeometry:
+    """The shapes SGLang's memory accounting needs, read from config.json."""
+
+    architecture: str
+    model_type: str
+    hidden_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    vocab_size: int
+    intermediate_size: int
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    dtype_bytes: int
+    attn_output_gate: bool = False
+    qk_norm: bool = False
+    qkv_bias: bool = False
+    # hybrid linear attention (Gated DeltaNet)
+    full_attention_layers: int = 0
+    linear_attention_layers: int = 0
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel_dim: int = 4
+    mamba_ssm_dtype: str | None = None
+    # MLA
+    mla: bool = False
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    # MoE
+    num_experts: int = 0
+    moe_intermediate_size: int = 0
+    shared_expert_intermediate_size: int = 0
+    moe_layers: int = 0
+    # speculative draft layers in the checkpoint (MTP / NextN)
+    mtp_layers: int = 0
+    mtp_has_own_embeddings: bool = False  # DeepSeek's NextN layer ships embed + head copies
+    vision: VisionGeometry | None = None
+    multimodal: bool = False
+    quantization: str | None = None
+    checkpoint_bytes: int | None = None  # index total_size
+    checkpoint_parameters: int | None = None  # index total_parameters
+
+    @property
+    def hybrid(self) -> bool:
+        return self.linear_attention_layers > 0
+
+    @property
+    def kv_layers(self) -> int:
+        return self.full_attention_layers if self.hybrid else self.num_layers
+
+
+def _int(cfg: dict[str, Any], *keys: str, default: int = 0) -> int:
+    for key in keys:
+        value = cfg.get(key)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)):
+            return int(value)
+    return default
+
+
+_HYBRID_GDN_ARCHS = (
+    "Qwen3NextForCausalLM",
+    "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration",
+    "Qwen3_5ForCausalLM",
+    "Qwen3_5MoeForCausalLM",
+)
+# Architectures whose vision tower SGLang builds from Qwen3-VL's blocks (models/qwen3_vl.py)
+_QWEN3_VL_VISION = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
+# configs/model_config.py piecewise_cuda_graph_disabled_model_archs (0.5.11)
+PIECEWISE_DISABLED_ARCHS = frozenset(
+    {"DeepseekV32ForCausalLM", "Qwen3NextForCausalLM", "GlmMoeDsaForCausalLM", "BailingMoeV2_5ForCausalLM", "LLaDAModelLM"}
+)
+
+
+def geometry_from_config(
+    config: dict[str, Any],
+    *,
+    checkpoint_bytes: int | None = None,
+    checkpoint_parameters: int | None = None,
+) -> ModelGeometry:
+    """Read the shapes from a Hugging Face config.json (top level, as loaded)."""
+    architectures = config.get("architectures") or ["?"]
+    arch = str(architectures[0])
+    text = config.get("text_config") or config
+    model_type = str(config.get("model_type") or text.get("model_type") or "")
+    hidden = _int(text, "hidden_size", "d_model")
+    layers = _int(text, "num_hidden_layers", "n_layer", "num_layers")
+    heads = _int(text, "num_attention_heads", "n_head")
+    kv_heads = _int(text, "num_key_value_heads", default=heads) or heads
+    head_dim = _int(text, "head_dim", default=(hidden // heads if heads else 0)) or (hidden // heads if heads else 0)
+    dtype_name = str(text.get("dtype") or text.get("torch_dtype") or config.get("torch_dtype") or "bfloat16")
+    # SGLang serves float32 checkpoints in bfloat16 (configs/model_config.py _get_and_verify_dtype)
+    dtype_bytes = min(_DTYPE_BYTES.get(dtype_name.replace("torch.", ""), 2), 2)
+    tie = bool(config.get("tie_word_embeddings", text.get("tie_word_embeddings", False)))
+    quant = config.get("quantization_config") or text.get("quantization_config")
+    quant_method = str(quant.get("quant_method")) if isinstance(quant, dict) and quant.get("quant_method") else None
+
+    # layer kinds: layer_types list, else Qwen3-Next's full_attention_interval
+    full_layers, linear_layers = layers, 0
+    layer_types = text.get("layer_types")
+    if isinstance(layer_types, list) and any(t == "linear_attention" for t in layer_types):
+        linear_layers = sum(1 for t in layer_types[:layers] if t == "linear_attention")
+        full_layers = layers - linear_layers
+    elif arch in _HYBRID_GDN_ARCHS and text.get("full_attention_interval"):
+        interval = int(text["full_attention_interval"])
+        full_layers = sum(1 for i in range(layers) if (i + 1) % interval == 0)
+        linear_layers = layers - full_layers
+
+    mla = bool(text.get("kv_lora_rank")) and arch.startswith(("Deepseek", "KimiK2", "Kimi"))
+    num_experts = _int(text, "num_experts", "n_routed_experts", "num_local_experts")
+    moe_inter = _int(text, "moe_intermediate_size", default=_int(text, "intermediate_size"))
+    shared_inter = _int(text, "shared_expert_intermediate_size")
+    if not shared_inter and text.get("n_shared_experts"):
+        shared_inter = int(text["n_shared_experts"]) * moe_inter
+    moe_layers = 0
+    if num_experts:
+        first_dense = _int(text, "first_k_dense_replace")
+        step = _int(text, "decoder_sparse_step", "moe_layer_freq", default=1) or 1
+        mlp_only = set(text.get("mlp_only_layers") or [])
+        moe_layers = sum(
+            1 for i in range(layers) if i >= first_dense and i not in mlp_only and (i + 1) % step == 0
+        )
+
+    mtp = _int(text, "mtp_num_hidden_layers", "num_nextn_predict_layers")
+    vision_cfg = config.get("vision_config")
+    vision: VisionGeometry | None = None
+    if isinstance(vision_cfg, dict):
+        if model_type in _QWEN3_VL_VISION or str(vision_cfg.get("model_type", "")).startswith(("qwen3", "qwen3_5")):
+            vision = VisionGeometry(
+                kind="qwen3-vl",
+                depth=_int(vision_cfg, "depth", "num_hidden_layers"),
+                hidden_size=_int(vision_cfg, "hidden_size"),
+                intermediate_size=_int(vision_cfg, "intermediate_size"),
+                out_hidden_size=_int(vision_cfg, "out_hidden_size", default=hidden),
+                patch_size=_int(vision_cfg, "patch_size", default=16),
+                temporal_patch_size=_int(vision_cfg, "temporal_patch_size", default=2),
+                in_channels=_int(vision_cfg, "in_channels", default=3),
+                spatial_merge_size=_int(vision_cfg, "spatial_merge_size", default=2),
+                num_position_embeddings=_int(vision_cfg, "num_position_embeddings", default=2304),
+                deepstack_layers=len(vision_cfg.get("deepstack_visual_indexes") or []),
+                num_hidden_layers_attr=_int(vision_cfg, "num_hidden_layers") or None,
+            )
+        else:
+            vision = VisionGeometry(
+                kind="opaque",
+                hidden_size=_int(vision_cfg, "hidden_size"),
+                num_hidden_layers_attr=_int(vision_cfg, "num_hidden_layers") or None,
+            )
+
+    return ModelGeometry(
+        architecture=arch,
+        model_type=model_type,
+        hidden_size=hidden,
+        num_layers=layers,
+        num_attention_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=_int(text, "qk_nope_head_dim") + _int(text, "qk_rope_head_dim") if mla else head_dim,
+        v_head_dim=_int(text, "v_head_dim", default=head_dim) if mla else head_dim,
+        vocab_size=_int(text, "vocab_size", default=_int(config, "vocab_size")),
+        intermediate_size=_int(text, "intermediate_size"),
+        max_position_embeddings=_int(text, "max_position_embeddings", "max_sequence_length", "seq_length", default=2048),
+        tie_word_embeddings=tie,
+        dtype_bytes=dtype_bytes,
+        attn_output_gate=bool(text.get("attn_output_gate", False)),
+        qk_norm=model_type.startswith(("qwen3", "qwen3_5")) or arch.startswith("Qwen3"),
+        qkv_bias=model_type.startswith("qwen2") or bool(text.get("attention_bias", False)),
+        full_attention_layers=full_layers,
+        linear_attention_layers=linear_layers,
+        linear_num_key_heads=_int(text, "linear_num_key_heads"),
+        linear_num_value_heads=_int(text, "linear_num_value_heads"),
+        linear_key_head_dim=_int(text, "linear_key_head_dim"),
+        linear_value_head_dim=_int(text, "linear_value_head_dim"),
+        linear_conv_kernel_dim=_int(text, "linear_conv_kernel_dim", default=4),
+        mamba_ssm_dtype=text.get("mamba_ssm_dtype") or config.get("mamba_ssm_dtype"),
+        mla=mla,
+        kv_lora_rank=_int(text, "kv_lora_rank"),
+        q_lora_rank=_int(text, "q_lora_rank"),
+        qk_nope_head_dim=_int(text, "qk_nope_head_dim"),
+        qk_rope_head_dim=_int(text, "qk_rope_head_dim"),
+        num_experts=num_experts,
+        moe_intermediate_size=moe_inter if num_experts else 0,
+        shared_expert_intermediate_size=shared_inter,
+        moe_layers=moe_layers,
+        mtp_layers=mtp,
+        mtp_has_own_embeddings=arch.startswith("Deepseek") and mtp > 0,
+        vision=vision,
+        multimodal=vision is not None,
+        quantization=quant_method,
+        checkpoint_bytes=checkpoint_bytes,
+        checkpoint_parameters=checkpoint_parameters,
+    )
+
+
+# ----------------------------------------------------------------------------- weights
+
+
+@dataclass(frozen=True)
+class WeightSplit:
+    """Parameters, per GPU and in the checkpoint, by where SGLang puts them."""
+
+    target_per_gpu_params: float
+    target_total_params: int
+    mtp_per_gpu_params: float
+    mtp_total_params: int
+    vision_per_gpu_params: float
+    vision_total_params: int
+    model_total_params: int  # everything in the checkpoint as computed from shapes
+    unexplained_params: int  # checkpoint total_parameters less the computed total
+
+    def per_gpu_bytes(self, geom: ModelGeometry, params_per_gpu: float) -> float:
+        """Bytes for a per-GPU parameter count: dtype bytes, or the checkpoint's real bytes when quantized."""
+        if geom.quantization and geom.checkpoint_bytes:
+            return geom.checkpoint_bytes * params_per_gpu / max(1, self.model_total_params + self.unexplained_params)
+        return params_per_gpu * geom.dtype_bytes
+
+
+def _vocab_per_gpu(vocab: int, tp: int) -> int:
+    # layers/vocab_parallel_embedding.py: vocab padded to a multiple of 64, split evenly
+    padded = (vocab + 63) // 64 * 64
+    return math.ceil(padded / tp)
+
+
+def _attention_params(g: ModelGeometry, tp: int) -> tuple[float, int]:
+    """One full-attention block: (per GPU, total). models/qwen3_5.py, llama.py, deepseek_v2.py."""
+    h = g.hidden_size
+    if g.mla:
+        nope_rope = g.qk_nope_head_dim + g.qk_rope_head_dim
+        heads_tp = g.num_attention_heads / tp
+        replicated = h * (g.kv_lora_rank + g.qk_rope_head_dim) + g.kv_lora_rank  # kv_a_proj_with_mqa + norm
+        sharded_total = g.kv_lora_rank * g.num_attention_heads * (g.qk_nope_head_dim + g.v_head_dim)  # kv_b_proj
+        sharded_total += g.num_attention_heads * g.v_head_dim * h  # o_proj
+        if g.q_lora_rank:
+            replicated += h * g.q_lora_rank + g.q_lora_rank  # q_a_proj + q_a_layernorm
+            sharded_total += g.q_lora_rank * g.num_attention_heads * nope_rope
+        else:
+            sharded_total += h * g.num_attention_heads * nope_rope
+        per_gpu = replicated + sharded_total * heads_tp / g.num_attention_heads
+        return per_gpu, replicated + sharded_total
+    hd = g.head_dim
+    q_out = g.num_attention_heads * hd * (2 if g.attn_output_gate else 1)
+    kv_per_gpu_heads = max(1, g.num_kv_heads // tp) if g.num_kv_heads < tp else g.num_kv_heads / tp
+    total = h * q_out + 2 * h * g.num_kv_heads * hd + g.num_attention_heads * hd * h
+    per_gpu = (h * q_out + g.num_attention_heads * hd * h) / tp + 2 * h * kv_per_gpu_heads * hd
+    if g.qkv_bias:
+        total += q_out + 2 * g.num_kv_heads * hd
+        per_gpu += q_out / tp + 2 * kv_per_gpu_heads * hd
+    if g.qk_norm:
+        total += 2 * hd
+        per_gpu += 2 * hd
+    return per_gpu, total
+
+
+def _gdn_params(g: ModelGeometry, tp: int) -> tuple[float, int]:
+    """One Gated DeltaNet block (models/qwen3_5.py Qwen3_5GatedDeltaNet, qwen3_next.py)."""
+    h = g.hidden_size
+    key_dim = g.linear_num_key_heads * g.linear_key_head_dim
+    value_dim = g.linear_num_value_heads * g.linear_value_head_dim
+    conv_dim = 2 * key_dim + value_dim
+    sharded = h * (conv_dim + value_dim + 2 * g.linear_num_value_heads)  # in_proj qkv, z, b, a
+    sharded += conv_dim * g.linear_conv_kernel_dim  # conv1d
+    sharded += 2 * g.linear_num_value_heads  # dt_bias, A_log
+    sharded += value_dim * h  # out_proj
+    replicated = g.linear_value_head_dim  # gated RMSNorm over one head
+    return replicated + sharded / tp, replicated + sharded
+
+
+def _mlp_params(g: ModelGeometry, tp: int, *, moe: bool) -> tuple[float, int]:
+    h = g.hidden_size
+    if not moe:
+        total = 3 * h * g.intermediate_size
+        return total / tp, total
+    experts = g.num_experts * 3 * h * g.moe_intermediate_size
+    shared = 3 * h * g.shared_expert_intermediate_size
+    router = h * g.num_experts
+    replicated = router
+    if g.shared_expert_intermediate_size and g.model_type.startswith("qwen"):
+        replicated += h  # shared_expert_gate
+    if g.architecture.startswith("Deepseek"):
+        replicated += g.num_experts  # e_score_correction_bias
+    return replicated + (experts + shared) / tp, replicated + experts + shared
+
+
+def _vision_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
+    """Qwen3-VL vision tower (models/qwen3_vl.py): linear layers TP-sharded unless
+    --mm-enable-dp-encoder; patch/pos embeddings, LayerNorms and row-parallel biases replicated."""
+    d, inter = v.hidden_size, v.intermediate_size
+    patch = v.in_channels * v.temporal_patch_size * v.patch_size**2 * d + d
+    pos = v.num_position_embeddings * d
+    block_sharded = d * 3 * d + 3 * d + d * d + d * inter + inter + inter * d  # qkv(+bias), proj, fc1(+bias), fc2
+    block_replicated = 4 * d + d + d  # two LayerNorms (w, b), proj bias, fc2 bias
+    merged = d * v.spatial_merge_size**2
+
+    def merger(norm_dim: int) -> tuple[int, int]:
+        sharded = merged * merged + merged + merged * v.out_hidden_size
+        replicated = 2 * norm_dim + v.out_hidden_size
+        return sharded, replicated
+
+    m_sh, m_rep = merger(d)
+    ds_sh, ds_rep = merger(merged)
+    sharded = v.depth * block_sharded + m_sh + v.deepstack_layers * ds_sh
+    replicated = patch + pos + v.depth * block_replicated + m_rep + v.deepstack_layers * ds_rep
+    return replicated + sharded / tp, replicated + sharded
+
+
+def split_weights(g: ModelGeometry, *, tp: int, pp: int = 1, vision_tp: int | None = None) -> WeightSplit:
+    """Parameters per GPU for the target model, its MTP layers and its vision tower.
+
+    The target skips the checkpoint's MTP/NextN tensors (models/qwen3_5.py
+    ``load_weights`` drops names with "mtp"; deepseek_v2.py drops the NextN layer),
+    so they are counted apart: they belong to the draft.
+    """
+    h = g.hidden_size
+    vocab_gpu = _vocab_per_gpu(g.vocab_size, tp)
+    embed_total = g.vocab_size * h * (1 if g.tie_word_embeddings else 2)
+    embed_gpu = vocab_gpu * h * (1 if g.tie_word_embeddings else 2)
+
+    attn_gpu, attn_total = _attention_params(g, tp)
+    gdn_gpu, gdn_total = _gdn_params(g, tp) if g.hybrid else (0.0, 0)
+    dense_gpu, dense_total = _mlp_params(g, tp, moe=False)
+    moe_gpu, moe_total = _mlp_params(g, tp, moe=True) if g.num_experts else (0.0, 0)
+    norms = 2 * h
+
+    layers_gpu = 0.0
+    layers_total = 0
+    n_moe = g.moe_layers
+    n_dense = g.num_layers - n_moe
+    layers_gpu += g.full_attention_layers * attn_gpu + g.linear_attention_layers * gdn_gpu
+    layers_total += g.full_attention_layers * attn_total + g.linear_attention_layers * gdn_total
+    layers_gpu += n_dense * dense_gpu + n_moe * moe_gpu + g.num_layers * norms
+    layers_total += n_dense * dense_total + n_moe * moe_total + g.num_layers * norms
+    # pipeline stages split the layers; embeddings sit on the first, the head on the last:
+    # the first stage is the largest, which is what must fit.
+    layers_gpu /= pp
+    target_gpu = layers_gpu + embed_gpu + h
+    target_total = layers_total + embed_total + h
+
+    # MTP / NextN: fc 2H->H, two norms, one decoder layer (MoE if the model is), a final norm
+    mtp_gpu, mtp_total = 0.0, 0
+    if g.mtp_layers:
+        mlp_gpu, mlp_total = (moe_gpu, moe_total) if g.num_experts else (dense_gpu, dense_total)
+        one_gpu = 2 * h * h / tp + 2 * h + attn_gpu + mlp_gpu + norms + h
+        one_total = 2 * h * h + 2 * h + attn_total + mlp_total + norms + h
+        if g.mtp_has_own_embeddings:
+            one_total += 2 * g.vocab_size * h
+            one_gpu += 2 * vocab_gpu * h
+        mtp_gpu, mtp_total = one_gpu * g.mtp_layers, one_total * g.mtp_layers
+
+    vis_gpu, vis_total = 0.0, 0
+    if g.vision is not None and g.vision.kind == "qwen3-vl":
+        vis_gpu, vis_total = _vision_params(g.vision, vision_tp or tp)
+
+    computed = int(target_total + mtp_total + vis_total)
+    unexplained = 0
+    reference = g.checkpoint_parameters
+    if reference is None and g.checkpoint_bytes and not g.quantization:
+        reference = g.checkpoint_bytes // g.dtype_bytes
+    if reference:
+        unexplained = int(reference) - computed
+    if g.vision is not None and g.vision.kind == "opaque" and unexplained > 0:
+        # a vision tower whose shapes imgbuild does not model: what the index holds
+        # beyond the text model, kept whole on every GPU (the conservative reading)
+        vis_total = unexplained
+        vis_gpu = float(unexplained)
+        unexplained = 0
+    return WeightSplit(
+        target_per_gpu_params=target_gpu,
+        target_total_params=int(target_total),
+        mtp_per_gpu_params=mtp_gpu,
+        mtp_total_params=int(mtp_total),
+        vision_per_gpu_params=vis_gpu,
+        vision_total_params=int(vis_total),
+        model_total_params=int(target_total + mtp_total + vis_total),
+        unexplained_params=unexplained,
+    )
+
+
+def weights_per_gpu_bytes(g: ModelGeometry, split: WeightSplit, *, tp: int) -> float:
+    """The target's "Load weight end ... mem usage" per GPU, in bytes.
+
+    A gap between the checkpoint's own parameter count and the shapes (less than
+    a percent for the models modelled) is spread over the GPUs as if sharded.
+    """
+    params = split.target_per_gpu_params + split.vision_per_gpu_params
+    if split.unexplained_params > 0:
+        params += split.unexplained_params / tp
+    return split.per_gpu_bytes(g, params)
+
+
+# ----------------------------------------------------------------------------- KV and state
+
+
+def kv_dtype_bytes(kv_cache_dtype: str, model_dtype_bytes: int) -> float:
+    """--kv-cache-dtype (server_args.py choices); "auto" is the model dtype."""
+    name = (kv_cache_dtype or "auto").lower()
+    if name == "auto":
+        return float(model_dtype_bytes)
+    if name.startswith("fp8"):
+        return 1.0
+    if name.startswith("fp4"):
+        return 0.5
+    return float(_DTYPE_BYTES.get(name, model_dtype_bytes))
+
+
+def kv_cell_bytes(g: ModelGeometry, *, attn_tp: int, pp: int = 1, kv_cache_dtype: str = "auto") -> int:
+    """Bytes per token per GPU (model_executor/pool_configurator.py ``_compute_cell_size``;
+    0.5.9: model_runner_kv_cache_mixin.py ``get_cell_size_per_token``)."""
+    size = kv_dtype_bytes(kv_cache_dtype, g.dtype_bytes)
+    layers = math.ceil(g.kv_layers / pp)
+    if g.mla:
+        cell = (g.kv_lora_rank + g.qk_rope_head_dim) * layers * size
+    else:
+        heads = max(1, g.num_kv_heads // attn_tp)
+        cell = heads * (g.head_dim + g.v_head_dim) * layers * size
+        if size == 0.5:  # fp4: packed values plus one scale per 16 (pool_configurator.py)
+            cell = cell + heads * g.head_dim * layers * 2 * 1 // 16
+    return int(cell)
+
+
+@dataclass(frozen=True)
+class MambaState:
+    conv_bytes: int  # per request, all linear layers, per GPU
+    ssm_bytes: int
+    ssm_dtype: str
+
+    @property
+    def per_request_bytes(self) -> int:
+        return self.conv_bytes + self.ssm_bytes
+
+
+def mamba_state(g: ModelGeometry, *, attn_tp: int, pp: int = 1, ssm_dtype_flag: str | None = None) -> MambaState | None:
+    """Conv + SSM state of one request (configs/mamba_utils.py ``Mamba2StateShape``,
+    ``mamba_cache_per_req``; dtype from ``mamba2_state_dtype``: float32, else the
+    config's mamba_ssm_dtype, else --mamba-ssm-dtype, the last one winning)."""
+    if not g.hybrid:
+        return None
+    ssm_dtype = ssm_dtype_flag or g.mamba_ssm_dtype or "float32"
+    layers = math.ceil(g.linear_attention_layers / pp)
+    key_dim = g.linear_num_key_heads * g.linear_key_head_dim
+    value_dim = g.linear_num_value_heads * g.linear_value_head_dim
+    conv_dim = 2 * key_dim + value_dim
+    conv = (conv_dim // attn_tp) * (g.linear_conv_kernel_dim - 1) * 2  # bf16 conv state
+    ssm = (g.linear_num_value_heads // attn_tp) * g.linear_value_head_dim * g.linear_key_head_dim
+    ssm *= _DTYPE_BYTES.get(ssm_dtype, 4)
+    return MambaState(conv_bytes=conv * layers, ssm_bytes=ssm * layers, ssm_dtype=ssm_dtype)
+
+
+# ----------------------------------------------------------------------------- defaults
+
+
+def graph_defaults(gpu_mem_mib: float | None, tp: int) -> tuple[int, int]:
+    """(chunked_prefill_size, cuda_graph_max_bs) by GPU memory (server_args.py
+    ``_handle_gpu_memory_settings``; the same tiers in 0.5.9, 0.5.11, 0.5.23 memory_hook.py)."""
+    if gpu_mem_mib is None:
+        return 4096, 160
+    if gpu_mem_mib < 20 * 1024:
+        return 2048, 8
+    if gpu_mem_mib < 35 * 1024:
+        return 2048, 24 if tp < 4 else 80
+    if gpu_mem_mib < 60 * 1024:
+        return 4096, 32 if tp < 4 else 160
+    if gpu_mem_mib < 160 * 1024:
+        return 8192, 256 if tp < 4 else 512
+    return 16384, 512
+
+
+def piecewise_token_count(max_tokens: int) -> int:
+    """len(_generate_piecewise_cuda_graph_tokens()) (server_args.py, 0.5.9-0.5.13)."""
+    sizes = (
+        list(range(4, 33, 4))
+        + list(range(48, 257, 16))
+        + list(range(288, 513, 32))
+        + list(range(576, 1025, 64))
+        + list(range(1280, 4097, 256))
+        + list(range(4608, max_tokens + 1, 512))
+    )
+    return sum(1 for s in sizes if s <= max_tokens)
+
+
+def vlm_mfs_factor(v: VisionGeometry | None) -> float:
+    """server_args.py ``adjust_mem_fraction_for_vlm``: it reads
+    vision_config.num_hidden_layers (24 when absent, as for Qwen3-VL's ``depth``)."""
+    if v is None:
+        return 1.0
+    layers = v.num_hidden_layers_attr or 24
+    hidden = v.hidden_size or 1024
+    ratio = layers * hidden**2 / (24 * 1024**2)
+    factor = max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+    return 0.95 * factor
+
+
+# ----------------------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True)
+class MemoryInputs:
+    rules: Rules
+    geometry: ModelGeometry
+    tp_size: int
+    pp_size: int = 1
+    attn_tp_size: int | None = None
+    dp_size: int = 1
+    enable_dp_attention: bool = False
+    gpu_total_mib: float | None = None  # smallest memory.total over the host's GPUs (nvidia-smi)
+    free_before_load_gib: float = 0.0  # F0: mem_get_info after NCCL init, min over ranks
+    mem_fraction_static: float | None = None
+    chunked_prefill_size: int | None = None
+    cuda_graph_max_bs: int | None = None
+    disable_cuda_graph: bool = False
+    piecewise_cuda_graph: bool | None = None  # None: the version's default for this model
+    max_running_requests: int | None = None
+    max_total_tokens: int | None = None
+    context_length: int | None = None
+    page_size: int = 1
+    kv_cache_dtype: str = "auto"
+    speculative_algorithm: str | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    speculative_num_draft_tokens: int | None = None
+    draft_model_external: bool = False  # --speculative-draft-model-path to another model
+    disable_radix_cache: bool = False
+    mamba_strategy: str = "auto"
+    mamba_ssm_dtype: str | None = None
+    max_mamba_cache_size: int | None = None
+    mamba_full_memory_ratio: float = 0.9
+    language_only: bool = False
+    mm_enable_dp_encoder: bool = False
+    enable_torch_compile: bool = False
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """One GPU's budget in SGLang's own terms, plus the verdict ingredients."""
+
+    rules: Rules
+    mem_fraction_static: float
+    mem_fraction_static_default: bool
+    chunked_prefill_size: int
+    cuda_graph_max_bs: int
+    gpu_total_gib: float
+    free_before_load_gib: float
+    weights_gib: float
+    avail_after_load_gib: float
+    draft_weights_gib: float
+    draft_transient_gib: float
+    draft_kv_gib: float
+    kv_cell_bytes: int
+    rest_before_state_gib: float
+    spec_intermediate_gib: float
+    mamba_per_request_bytes: int
+    mamba_slots: int
+    mamba_conv_gib: float
+    mamba_ssm_gib: float
+    kv_tokens: int
+    k_size_gib: float
+    v_size_gib: float
+    max_running_requests: int
+    context_length: int
+    speculative_algorithm: str | None
+    speculative_num_draft_tokens: int | None
+    radix_cache: bool
+    mamba_strategy: str | None
+    slack_gib: float  # F0 * (1 - mfs): what activations, graphs (and the draft, before 0.5.14) must fit in
+    runtime_need_gib: float  # imgbuild's estimate of what lands there
+    sglang_reserve_gib: float  # SGLang's own reserve heuristic for the same flags
+    memory_pool_end_avail_gib: float
+    refusal: str | None  # the exact error SGLang raises at argument parsing
+    failure: str | None  # the exact error SGLang raises while sizing pools
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def state_gib(self) -> float:
+        return self.mamba_conv_gib + self.mamba_ssm_gib
+
+    @property
+    def reserve_gib(self) -> float:
+        return self.spec_intermediate_gib
+
+    @property
+    def draft_gib(self) -> float:
+        return self.draft_weights_gib + self.draft_kv_gib
+
+    @property
+    def verdict(self) -> str:
+        if self.refusal:
+            return "refused"
+        if self.failure or self.problems:
+            return "does-not-fit"
+        return "fits"
+
+    @property
+    def fits(self) -> bool:
+        return self.verdict == "fits"
+
+
+def _spec_family(algorithm: str | None) -> str | None:
+    if algorithm is None:
+        return None
+    algo = algorithm.upper()
+    return "EAGLE" if algo == "NEXTN" else algo
+
+
+def default_mem_fraction_static(inp: MemoryInputs, *, chunked: int, graph_bs: int, piecewise: bool) -> float:
+    """server_args.py ``_handle_gpu_memory_settings`` (0.5.9, 0.5.11);
+    arg_groups/memory_hook.py (0.5.23, without post-capture KV sizing, its default)."""
+    rules, g = inp.rules, inp.geometry
+    gpu_mem = inp.gpu_total_mib
+    if gpu_mem is None:
+        return 0.88 if rules.era != "0.5.14" else 0.95
+    reserved = 512.0 + max(chunked if chunked > 0 else 0, 2048) * 1.5
+    if not inp.disable_cuda_graph:
+        reserved += graph_bs * 2
+    reserved += inp.tp_size * inp.pp_size / 8 * 1024
+    if inp.enable_dp_attention:
+        reserved += graph_bs * inp.dp_size * 3
+        if graph_bs > 300:
+            reserved += graph_bs * inp.dp_size * 1.5
+    if piecewise:
+        reserved += 1.5 * 1024 if g.mla else piecewise_token_count(min(chunked if not g.mla else 2048, inp.max_total_tokens or 1 << 30)) * 8
+    if gpu_mem > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    algo = _spec_family(inp.speculative_algorithm)
+    if algo == "STANDALONE":
+        reserved += rules.standalone_reserve_mib
+    elif algo is not None and algo != "NGRAM":
+        reserved += rules.spec_reserve_mib
+    mfs = round((gpu_mem - reserved) / gpu_mem, 3)
+    if g.multimodal and not inp.language_only:
+        mfs = mfs * vlm_mfs_factor(g.vision)
+    return mfs
+
+
+def _not_enough_message(rules: Rules, mfs: float) -> str:
+    if rules.era == "0.5.9":
+        # model_runner_kv_cache_mixin.py init_memory_pool (f-string with "=")
+        return (
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+            f"Current value: self.server_args.mem_fraction_static={mfs}"
+        )
+    # model_executor/pool_configurator.py MemoryPoolConfig.__post_init__
+    return f"RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static={mfs}"
+
+
+def plan_memory(inp: MemoryInputs) -> MemoryPlan:
+    """SGLang's pool sizing for one GPU (the smallest), before anything loads."""
+    rules, g = inp.rules, inp.geometry
+    tp, pp = inp.tp_size, inp.pp_size
+    attn_tp = inp.attn_tp_size or tp
+    problems: list[str] = []
+    notes: list[str] = []
+    refusal: str | None = None
+    failure: str | None = None
+
+    default_chunk, default_bs = graph_defaults(inp.gpu_total_mib, tp)
+    chunked = inp.chunked_prefill_size if inp.chunked_prefill_size is not None else default_chunk
+    graph_bs = inp.cuda_graph_max_bs if inp.cuda_graph_max_bs is not None else default_bs
+
+    # piecewise CUDA graphs: opt-in in 0.5.9; on by default from 0.5.10 except for the
+    # models and modes _handle_piecewise_cuda_graph turns off (server_args.py)
+    if inp.piecewise_cuda_graph is not None:
+        piecewise = inp.piecewise_cuda_graph
+    elif rules.piecewise_graphs_default_on:
+        piecewise = not (
+            g.architecture in PIECEWISE_DISABLED_ARCHS
+            or g.multimodal
+            or inp.enable_dp_attention
+            or inp.enable_torch_compile
+            or pp > 1
+        )
+    else:
+        piecewise = False
+
+    algo = _spec_family(inp.speculative_algorithm)
+    eagle_family = algo in ("EAGLE", "EAGLE3", "STANDALONE")
+
+    mfs_default = inp.mem_fraction_static is None
+    mfs = inp.mem_fraction_static if inp.mem_fraction_static is not None else default_mem_fraction_static(
+        inp, chunked=chunked, graph_bs=graph_bs, piecewise=piecewise
+    )
+
+    # speculative defaults (server_args.py _handle_speculative_decoding)
+    mrr_flag = inp.max_running_requests
+    steps, topk, draft_tokens = inp.speculative_num_steps, inp.speculative_eagle_topk, inp.speculative_num_draft_tokens
+    if eagle_family:
+        if mrr_flag is None:
+            mrr_flag = 48
+        if steps is None:
+            # auto_choose_speculative_params: (3, 1, 4) except Llama/Grok (5, 4, 8)
+            steps, topk, draft_tokens = (5, 4, 8) if g.architecture in ("LlamaForCausalLM", "Grok1ForCausalLM") else (3, 1, 4)
+        topk = topk or 1
+        if topk == 1 and draft_tokens != steps + 1:
+            draft_tokens = steps + 1
+    elif algo is None:
+        draft_tokens = None
+
+    # context length (configs/model_config.py _derive_context_length)
+    derived_context = g.max_position_embeddings
+    context = inp.context_length or derived_context
+    if inp.context_length and inp.context_length > derived_context:
+        refusal = (
+            f"ValueError: Warning: User-specified context_length ({inp.context_length}) is greater than the derived "
+            f"context_length ({derived_context}). This may lead to incorrect model outputs or CUDA errors. Note that the "
+            "derived context_length may differ from max_position_embeddings in the model's config. To allow overriding "
+            "this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+        )
+
+    # hybrid radix cache with speculation (server_args.py _handle_mamba_radix_cache;
+    # 0.5.14+: _handle_mamba_radix_cache / arg_groups/overrides.py _mamba_radix_cache_resolution)
+    radix = not inp.disable_radix_cache
+    strategy: str | None = None
+    page_size = inp.page_size
+    if g.hybrid:
+        strategy = inp.mamba_strategy if inp.mamba_strategy != "auto" else "no_buffer"
+        if rules.era == "0.5.14" and inp.mamba_strategy == "auto" and radix:
+            # overlap schedule is still on when the strategy is picked: extra_buffer
+            strategy = "extra_buffer"
+        if radix and strategy == "no_buffer" and algo is not None:
+            if rules.hybrid_spec_radix == "auto-disable":
+                radix = False
+                notes.append(
+                    f"SGLang {rules.version} disables the radix cache: speculative decoding for "
+                    f"{g.architecture} is not supported with radix cache yet"
+                )
+            elif rules.hybrid_spec_radix == "refuse" and refusal is None:
+                refusal = (
+                    f"ValueError: Speculative decoding for {g.architecture} is not compatible with radix cache when "
+                    "using --mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please "
+                    "use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1."
+                )
+        if radix and strategy == "no_buffer" and page_size != 1:
+            page_size = 1
+        if not radix and strategy == "extra_buffer" and rules.era == "0.5.10" and refusal is None:
+            refusal = (
+                "ValueError: mamba extra_buffer is not compatible with --disable-radix-cache Overlap scheduling is "
+                "already supported with no_buffer + disable_radix_cache. Please use --mamba-scheduler-strategy "
+                "no_buffer instead."
+            )
+    if not radix:
+        strategy = strategy if g.hybrid else None
+
+    # ---- weights
+    split = split_weights(g, tp=tp, pp=pp, vision_tp=1 if inp.mm_enable_dp_encoder else tp)
+    weights_gib = weights_per_gpu_bytes(g, split, tp=tp) / GIB
+    draft_weights_gib = 0.0
+    draft_transient_gib = 0.0
+    if algo is not None and algo != "NGRAM":
+        if split.mtp_total_params and not inp.draft_model_external:
+            draft_weights_gib = split.per_gpu_bytes(g, split.mtp_per_gpu_params) / GIB
+            # models/qwen3_5_mtp.py (and qwen3_next_mtp.py) build their own embed_tokens and
+            # lm_head, then swap in the target's: the copy exists while the draft loads
+            if not g.mtp_has_own_embeddings:
+                draft_transient_gib = 2 * _vocab_per_gpu(g.vocab_size, tp) * g.hidden_size * g.dtype_bytes / GIB
+        elif inp.draft_model_external:
+            notes.append("the draft model at --speculative-draft-model-path is not inspected: its weights are not counted")
+        elif algo in ("EAGLE", "EAGLE3"):
+            notes.append(f"{g.architecture} has no MTP layers in its config: {algo} needs --speculative-draft-model-path")
+
+    f0 = inp.free_before_load_gib
+    avail_after = f0 - weights_gib
+    slack = f0 * (1 - mfs)
+
+    # ---- rest for pools (model_runner_kv_cache_mixin.py _profile_available_bytes)
+    rest = avail_after - slack
+    if rules.draft_weights_before_kv:
+        # 0.5.23 speculative/eagle_worker_v2.py: the draft shares the target's embed/head only in
+        # alloc_memory_pool (init_lm_head), after the target pool is sized: its copies still count
+        rest -= draft_weights_gib + draft_transient_gib
+    if rules.mm_reservation_mib and g.multimodal:
+        rest -= rules.mm_reservation_mib / 1024
+    rest_before_state = rest
+
+    spec_intermediate = 0.0
+    slots = 0
+    state = mamba_state(g, attn_tp=attn_tp, pp=pp, ssm_dtype_flag=inp.mamba_ssm_dtype)
+    per_req = state.per_request_bytes if state else 0
+    mrr_per_dp = None if mrr_flag is None else mrr_flag // (inp.dp_size if inp.enable_dp_attention else 1)
+
+    def mamba_ratio() -> int:
+        # _calculate_mamba_ratio: 1 without radix cache; 3, plus the ping-pong buffers with extra_buffer
+        if not radix:
+            return 1
+        if strategy == "extra_buffer":
+            if rules.era == "0.5.9":
+                return 3 + (1 if algo is not None else 2)
+            return 3 + 2  # overlap schedule on (spec v2 is the default from 0.5.11)
+        return 3
+
+    if state is not None:
+        if rules.mamba_joint_solve:
+            # 0.5.14 model_runner_kv_cache_mixin.py / 0.5.23 kv_cache_configurator.py _handle_max_mamba_cache
+            pad = 1 if rules.intermediate_pad_slot else 0
+            if inp.max_mamba_cache_size is not None:
+                slots = inp.max_mamba_cache_size
+                if algo is not None and mrr_per_dp is not None:
+                    capped = min(max(1, mrr_per_dp), slots // mamba_ratio())
+                    spec_intermediate = per_req * (capped + pad) * draft_tokens / GIB
+            elif not radix and mrr_per_dp is not None:
+                slots = max(1, mrr_per_dp)
+                if algo is not None:
+                    spec_intermediate = per_req * (slots + pad) * draft_tokens / GIB
+            else:
+                budget = rest * inp.mamba_full_memory_ratio / (1 + inp.mamba_full_memory_ratio) * GIB
+                if algo is not None and mrr_per_dp is not None:
+                    ratio = mamba_ratio()
+                    d = draft_tokens or 1
+                    slots = int((budget - per_req * (1 + d) * pad) // (per_req * (1 + d / ratio)))
+                    capped = min(max(1, mrr_per_dp), slots // ratio)
+                    spec_intermediate = per_req * (capped + pad) * d / GIB
+                else:
+                    slots = int((budget - per_req * pad) // per_req)
+            rest -= spec_intermediate
+            if slots <= 0 and failure is None:
+                failure = (
+                    "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
+                    f"Computed max_mamba_cache_size={slots} (total_rest_memory={rest:.2f} GB, "
+                    f"mamba_cache_per_req={per_req / MIB:.2f} MB). Try: (1) reduce --max-running-requests, "
+                    "(2) increase --mem-fraction-static, (3) reduce --speculative-num-draft-tokens, or "
+                    "(4) use GPUs with more memory."
+                )
+        else:
+            # 0.5.9 / 0.5.11 model_runner_kv_cache_mixin.py handle_max_mamba_cache
+            if algo is not None and mrr_per_dp is not None:
+                spec_intermediate = per_req * mrr_per_dp * (draft_tokens or 1) / GIB
+                rest -= spec_intermediate
+            if inp.max_mamba_cache_size is not None:
+                slots = inp.max_mamba_cache_size
+            elif not radix and mrr_per_dp is not None:
+                slots = mrr_per_dp
+            else:
+                slots = int(rest * inp.mamba_full_memory_ratio / (1 + inp.mamba_full_memory_ratio) * GIB // per_req)
+        rest -= slots * per_req / GIB
+
+    if rules.era == "0.5.14" and rest <= 0 and failure is None:
+        # 0.5.14+ _profile_available_bytes refuses before sizing the pools
+        minimum = 1 - (avail_after - draft_weights_gib - draft_transient_gib) / f0 if f0 else 1.0
+        failure = (
+            f"ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static={mfs}. "
+            f"Raise --mem-fraction-static above {math.ceil(minimum * 1000) / 1000:.3f} (minimum viable = 1 - "
+            f"available/pre = {minimum:.4f}). If using speculative decoding, draft weights are now counted."
+        )
+
+    cell = kv_cell_bytes(g, attn_tp=attn_tp, pp=pp, kv_cache_dtype=inp.kv_cache_dtype)
+    tokens = int(rest * GIB) // cell if rest > 0 else int(rest * GIB) // cell
+    tokens = tokens // page_size * page_size
+    if inp.max_total_tokens is not None and tokens > 0:
+        tokens = min(tokens, inp.max_total_tokens // page_size * page_size)
+    if tokens <= 0 and failure is None:
+        failure = _not_enough_message(rules, mfs)
+
+    # ---- max_running_requests (_resolve_max_num_reqs; 0.5.9 init_memory_pool)
+    estimated = max(min(int(max(tokens, 0) / context * 512), 4096), 2048)
+    if mrr_flag is not None:
+        if rules.mrr_explicit_cap == "estimate":
+            mrr = min(mrr_flag // inp.dp_size, estimated)
+        elif rules.mrr_explicit_cap == "tokens":
+            mrr = min(max(1, mrr_flag // inp.dp_size), max(tokens, 0) // 2)
+        else:
+            mrr = mrr_flag
+    else:
+        mrr = estimated if rules.era == "0.5.9" else min(estimated, max(tokens, 0) // 2)
+    if state is not None:
+        mrr = min(mrr, slots // mamba_ratio()) if slots > 0 else 0
+        if mrr <= 0 and failure is None:
+            failure = (
+                f"max_running_requests resolves to {mrr}: the mamba state pool "
+                f"(max_mamba_cache_size={slots}) holds no request at {mamba_ratio()} slots per request"
+            )
+
+    # ---- pool sizes as SGLang logs them (mem_cache/memory_pool.py: size + page_size rows)
+    kv_layers = math.ceil(g.kv_layers / pp)
+    kv_bytes = kv_dtype_bytes(inp.kv_cache_dtype, g.dtype_bytes)
+    if g.mla:
+        k_size = (max(tokens, 0) + page_size) * (g.kv_lora_rank + g.qk_rope_head_dim) * kv_layers * kv_bytes / GIB
+        v_size = 0.0
+    else:
+        heads = max(1, g.num_kv_heads // attn_tp)
+        k_size = (max(tokens, 0) + page_size) * heads * g.head_dim * kv_layers * kv_bytes / GIB
+        v_size = (max(tokens, 0) + page_size) * heads * g.v_head_dim * kv_layers * kv_bytes / GIB
+    conv_gib = (slots + 1) * state.conv_bytes / GIB if state else 0.0
+    ssm_gib = (slots + 1) * state.ssm_bytes / GIB if state else 0.0
+
+    # ---- the draft's own pools: one KV layer per MTP layer, the target's token count
+    draft_kv_gib = 0.0
+    if draft_weights_gib > 0:
+        draft_layers = max(1, g.mtp_layers)
+        if g.mla:
+            draft_cell = (g.kv_lora_rank + g.qk_rope_head_dim) * draft_layers * kv_bytes
+        else:
+            draft_cell = max(1, g.num_kv_heads // attn_tp) * (g.head_dim + g.v_head_dim) * draft_layers * kv_bytes
+        draft_kv_gib = (max(tokens, 0) + page_size) * draft_cell / GIB
+
+    # ---- what must fit in F0 * (1 - mfs): an estimate, stated as one
+    # activations of one prefill chunk: MLP gate/up + act, qkv and residual streams in the model dtype
+    inter_gpu = (g.moe_intermediate_size * 8 if g.num_experts else g.intermediate_size) / tp
+    act_gib = max(chunked, 2048) * (3 * inter_gpu + 8 * g.hidden_size) * g.dtype_bytes / GIB
+    # decode CUDA graphs: SGLang budgets ~2 MiB per captured batch size (server_args.py reserve)
+    graphs_gib = 0.0 if inp.disable_cuda_graph else graph_bs * 2 / 1024
+    if algo is not None and not inp.disable_cuda_graph:
+        graphs_gib *= 2  # the draft captures its own graphs
+    # after KV sizing in 0.5.9-0.5.13: draft weights, KV; in 0.5.14+ only its KV
+    draft_after = draft_kv_gib + (0.0 if rules.draft_weights_before_kv else draft_weights_gib)
+    # the draft's transient embedding/head copy peaks while the draft loads, before graphs exist
+    runtime_need = 0.5 + max(act_gib + graphs_gib + draft_after, draft_after + draft_transient_gib)
+    sglang_reserve = (
+        512 + max(chunked, 2048) * 1.5 + (0 if inp.disable_cuda_graph else graph_bs * 2) + tp * pp / 8 * 1024
+    ) / 1024
+    memory_pool_end = avail_after - (
+        (draft_weights_gib + draft_transient_gib if rules.draft_weights_before_kv else 0.0)
+        + k_size + v_size + conv_gib + ssm_gib + spec_intermediate
+    )
+
+    if failure is None and refusal is None:
+        if runtime_need > slack:
+            problems.append(
+                f"F0 x (1 - mem_fraction_static) = {slack:.2f} GiB must hold activations, CUDA graphs"
+                + (" and the draft model" if draft_after > 0 else "")
+                + f" (about {runtime_need:.2f} GiB): expect CUDA out of memory during graph capture or the first long prefill"
+            )
+        elif sglang_reserve > slack:
+            notes.append(
+                f"SGLang's own heuristic would leave {sglang_reserve:.2f} GiB for activations and graphs; "
+                f"these flags leave {slack:.2f} GiB"
+            )
+        if tokens > 0 and context > tokens:
+            problems.append(
+                f"the KV pool holds {tokens} tokens, fewer than the context length {context}: "
+                "one full-length request cannot fit"
+            )
+    if g.quantization and not g.checkpoint_bytes:
+        notes.append(f"quantized checkpoint ({g.quantization}) without an index total_size: weights estimated at {g.dtype_bytes} bytes/param")
+
+    return MemoryPlan(
+        rules=rules,
+        mem_fraction_static=mfs,
+        mem_fraction_static_default=mfs_default,
+        chunked_prefill_size=chunked,
+        cuda_graph_max_bs=graph_bs,
+        gpu_total_gib=(inp.gpu_total_mib or 0) / 1024,
+        free_before_load_gib=f0,
+        weights_gib=weights_gib,
+        avail_after_load_gib=avail_after,
+        draft_weights_gib=draft_weights_gib,
+        draft_transient_gib=draft_transient_gib,
+        draft_kv_gib=draft_kv_gib,
+        kv_cell_bytes=cell,
+        rest_before_state_gib=rest_before_state,
+        spec_intermediate_gib=spec_intermediate,
+        mamba_per_request_bytes=per_req,
+        mamba_slots=slots,
+        mamba_conv_gib=conv_gib,
+        mamba_ssm_gib=ssm_gib,
+        kv_tokens=tokens,
+        k_size_gib=k_size,
+        v_size_gib=v_size,
+        max_running_requests=mrr,
+        context_length=context,
+        speculative_algorithm=algo,
+        speculative_num_draft_tokens=draft_tokens,
+        radix_cache=radix,
+        mamba_strategy=strategy if g.hybrid else None,
+        slack_gib=slack,
+        runtime_need_gib=runtime_need,
+        sglang_reserve_gib=sglang_reserve,
+        memory_pool_end_avail_gib=memory_pool_end,
+        refusal=refusal,
+        failure=failure,
+        problems=tuple(problems),
+        notes=tuple(notes),
+    )
+
+
+def with_inputs(inp: MemoryInputs, **changes: Any) -> MemoryInputs:
+    return replace(inp, **changes)
+
+
+# ----------------------------------------------------------------------------- F0 for a GPU you are not on
+
+# CUDA context plus NCCL and custom all-reduce buffers, GiB, before weights load:
+# memory.total less SGLang's "Load weight begin. avail mem" in public logs
+# (tests/data/logs/*; see tests/test_memory.py for the cases and their threads).
+CUDA_CONTEXT_GIB = 0.55
+NCCL_GIB_PER_TP_DOUBLING = 0.45
+
+
+def startup_allowance_gib(tp_size: int, pp_size: int = 1) -> float:
+    """What the CUDA context and communicators take before SGLang measures F0."""
+    world = max(1, tp_size * pp_size)
+    return CUDA_CONTEXT_GIB + (NCCL_GIB_PER_TP_DOUBLING * math.log2(world) if world > 1 else 0.0)
+
+
+def explain_mem_fraction(plan: MemoryPlan) -> str:
+    f0, mfs = plan.free_before_load_gib, plan.mem_fraction_static
+    return (
+        f"--mem-fraction-static {mfs:g} is the share of the memory free before loading (F0 = {f0:.2f} GiB "
+        f"per GPU, measured after the CUDA context and NCCL start) that SGLang lets the model weights and "
+        f"its static pools use: weights + KV cache"
+        + (" + hybrid state" if plan.mamba_per_request_bytes else "")
+        + f" = mfs x F0 = {mfs * f0:.2f} GiB. SGLang sizes the KV pool only after the weights are on the GPU, "
+        f"as whatever is left of that share. The other {1 - mfs:.2f} x F0 = {plan.slack_gib:.2f} GiB is kept "
+        "back for activations and CUDA graphs"
+        + (" and, before 0.5.14, the speculative draft model" if plan.speculative_algorithm else "")
+        + ". Raising it grows the KV pool and shrinks that headroom; it is not the KV cache's share of the GPU."
+    )

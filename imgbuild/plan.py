@@ -1,0 +1,584 @@
+"""`imgbuild plan`: will these launch flags fit these GPUs, by SGLang's own accounting.
+
+Flow: resolve the SGLang version and the GPUs, parse the flags against that
+version's flag table (imgbuild.serverargs), check what SGLang checks at argument
+parsing, size the pools the way that version does (imgbuild.memory), then
+re-plan candidate changes and rank the ones that fit by what they cost the user.
+Adapters come in as arguments: the GPU probe, the matrix, the Hub fetcher.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from imgbuild.errors import UsageError
+from imgbuild.launchflags import LaunchConfig, parse_flags, split_command
+from imgbuild.memory import (
+    MemoryInputs,
+    MemoryPlan,
+    ModelGeometry,
+    Rules,
+    explain_mem_fraction,
+    geometry_from_config,
+    plan_memory,
+    rules_for,
+    startup_allowance_gib,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanOptions:
+    model: str | None = None  # local dir, config.json, or Hugging Face id
+    flags: tuple[str, ...] = ()  # launch flags as passed to sglang.launch_server
+    command: str | None = None  # a whole launch command line
+    gpu: str | None = None  # "RTX A6000x2"; None: the live GPUs
+    sglang: str | None = None  # None: the installed SGLang, else the newest that serves the model
+    suggest: bool = True
+    server_args_path: str | None = None  # flag data (default: the shipped server_args.json)
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    flags: tuple[str, ...]  # the flags to add or change
+    description: str
+    cost: int
+    verdict: str
+    kv_tokens: int
+    max_running_requests: int
+    gpu: str | None = None  # another --gpu, for "more GPUs"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "flags": list(self.flags),
+            "description": self.description,
+            "cost": self.cost,
+            "verdict": self.verdict,
+            "kv_tokens": self.kv_tokens,
+            "max_running_requests": self.max_running_requests,
+        }
+        if self.gpu:
+            out["gpu"] = self.gpu
+        return out
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    model: str
+    architecture: str
+    sglang: str
+    sglang_source: str  # "--sglang" | "installed" | "matrix"
+    flag_data_version: str
+    gpu_name: str
+    gpu_count: int
+    gpu_source: str  # "--gpu" | "nvml"
+    gpu_total_mib: float
+    allowance_gib: float
+    launch_flags: tuple[str, ...]
+    plan: MemoryPlan
+    suggestions: tuple[Suggestion, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def verdict(self) -> str:
+        return self.plan.verdict
+
+    @property
+    def fits(self) -> bool:
+        return self.plan.fits
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        first = tuple(p for p in (self.plan.refusal, self.plan.failure) if p)
+        return first + self.plan.problems
+
+    def explanation(self) -> str:
+        return explain_mem_fraction(self.plan)
+
+    def to_dict(self) -> dict[str, Any]:
+        p = self.plan
+        return {
+            "model": self.model,
+            "architecture": self.architecture,
+            "sglang": self.sglang,
+            "sglang_source": self.sglang_source,
+            "rules": p.rules.era,
+            "gpu": {"name": self.gpu_name, "count": self.gpu_count, "source": self.gpu_source},
+            "launch_flags": list(self.launch_flags),
+            "fits": self.fits,
+            "verdict": self.verdict,
+            "sglang_error": p.refusal or p.failure,
+            "mem_fraction_static": p.mem_fraction_static,
+            "mem_fraction_static_default": p.mem_fraction_static_default,
+            "max_running_requests": p.max_running_requests,
+            "context_length": p.context_length,
+            "chunked_prefill_size": p.chunked_prefill_size,
+            "cuda_graph_max_bs": p.cuda_graph_max_bs,
+            "radix_cache": p.radix_cache,
+            "per_gpu": {
+                "total_gib": round(self.gpu_total_mib / 1024, 3),
+                "startup_allowance_gib": round(self.allowance_gib, 3),
+                "free_before_load_gib": round(p.free_before_load_gib, 3),
+                "weights_gib": round(p.weights_gib, 3),
+                "avail_after_load_gib": round(p.avail_after_load_gib, 3),
+                "slack_gib": round(p.slack_gib, 3),
+                "kv_cell_bytes": p.kv_cell_bytes,
+                "kv_tokens": p.kv_tokens,
+                "kv_gib": round(p.k_size_gib + p.v_size_gib, 3),
+                "mamba_slots": p.mamba_slots,
+                "mamba_state_gib": round(p.state_gib, 3),
+                "mamba_per_request_bytes": p.mamba_per_request_bytes,
+                "draft_gib": round(p.draft_gib, 3),
+                "draft_weights_gib": round(p.draft_weights_gib, 3),
+                "draft_kv_gib": round(p.draft_kv_gib, 3),
+                "draft_transient_gib": round(p.draft_transient_gib, 3),
+                "reserve_gib": round(p.reserve_gib, 3),
+                "runtime_need_gib": round(p.runtime_need_gib, 3),
+                "memory_pool_end_avail_gib": round(p.memory_pool_end_avail_gib, 3),
+            },
+            "problems": list(self.problems),
+            "notes": list(self.notes + p.notes),
+            "suggestions": [s.to_dict() for s in self.suggestions],
+            "explanation": self.explanation(),
+        }
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def _installed_sglang() -> str | None:
+    # the version of an installed SGLang, without importing it (importing sglang is slow and needs a GPU stack)
+    from importlib import metadata
+
+    try:
+        return metadata.version("sglang")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def resolve_version(requested: str | None, *, architecture: str, matrix: Any) -> tuple[str, str]:
+    if requested:
+        return requested, "--sglang"
+    installed = _installed_sglang()
+    if installed:
+        return installed, "installed"
+    for engine in reversed(matrix.engines):
+        if architecture in engine.architectures:
+            return engine.version, "matrix"
+    raise UsageError(
+        f"no SGLang in the matrix registers {architecture}",
+        hint="pass --sglang VERSION, or run `imgbuild check` for what serves this model",
+    )
+
+
+@dataclass(frozen=True)
+class GpuView:
+    name: str
+    count: int
+    total_mib: float  # smallest memory.total over the host's GPUs (what SGLang's default reads)
+    free_gib: float  # F0 on the GPUs the launch uses
+    allowance_gib: float
+    source: str
+
+
+def read_gpus(options_gpu: str | None, *, matrix: Any, probe: Any, world: int, tp: int, pp: int) -> GpuView:
+    allowance = startup_allowance_gib(tp, pp)
+    if options_gpu:
+        spec, count = matrix.resolve_gpu(options_gpu)
+        return GpuView(spec.name, count, float(spec.memory_mib), spec.memory_mib / 1024 - allowance, allowance, "--gpu")
+    if probe is None:
+        raise UsageError("no --gpu and no GPU probe", hint="pass --gpu NAME[xN] to plan for GPUs you are not on")
+    host = probe.read()
+    if not host.devices:
+        from imgbuild.errors import EnvironmentUnavailable
+
+        raise EnvironmentUnavailable("NVML reports no GPUs on this host", hint="pass --gpu NAME[xN] to plan for other GPUs")
+    used = host.devices[: max(1, world)]
+    free = min(d.memory_free_mib for d in used) / 1024 - allowance
+    total = min(d.memory_total_mib for d in host.devices)
+    return GpuView(host.devices[0].name, len(host.devices), float(total), free, allowance, "nvml")
+
+
+def check_parallelism(g: ModelGeometry, launch: LaunchConfig, gpu_count: int, gpu_name: str) -> None:
+    """Impossible TP/PP: what SGLang asserts while building the model, said before it loads."""
+    tp, pp = launch.tp_size, launch.pp_size
+    attn_tp = launch.attn_tp_size
+    dp = launch.dp_size if not launch.enable_dp_attention else 1
+    world = tp * pp * dp
+    if tp < 1 or pp < 1:
+        raise UsageError(f"--tp-size {tp} / --pp-size {pp}: must be at least 1")
+    if world > gpu_count:
+        raise UsageError(
+            f"--tp-size {tp} x --pp-size {pp}" + (f" x --dp-size {dp}" if dp > 1 else "")
+            + f" needs {world} GPUs; {gpu_name} x{gpu_count} has {gpu_count}",
+            hint=f"lower --tp-size or plan with --gpu '{gpu_name}x{world}'",
+        )
+    if g.num_attention_heads and g.num_attention_heads % attn_tp:
+        raise UsageError(
+            f"--tp-size {attn_tp} does not divide the {g.num_attention_heads} attention heads of {g.architecture}",
+            hint="SGLang asserts total_num_heads % tp_size == 0 while building the attention layers; pick a divisor",
+        )
+    kv = g.num_kv_heads
+    if kv and not g.mla and ((kv >= attn_tp and kv % attn_tp) or (kv < attn_tp and attn_tp % kv)):
+        raise UsageError(
+            f"--tp-size {attn_tp} and the {kv} KV heads of {g.architecture}: one must divide the other",
+            hint="SGLang asserts this in the attention layer (models/*.py num_kv_heads)",
+        )
+    for what, heads in (("linear-attention key", g.linear_num_key_heads), ("linear-attention value", g.linear_num_value_heads)):
+        if heads and heads % attn_tp:
+            raise UsageError(
+                f"--tp-size {attn_tp} does not divide the {heads} {what} heads of {g.architecture}",
+                hint="SGLang's divide() asserts it for the Gated DeltaNet state shapes (configs/mamba_utils.py)",
+            )
+
+
+def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: GpuView, model_path: str) -> MemoryInputs:
+    v = launch.values
+    piecewise: bool | None = None
+    if v.get("enable_piecewise_cuda_graph"):
+        piecewise = True
+    if v.get("disable_piecewise_cuda_graph"):
+        piecewise = False
+    draft_path = v.get("speculative_draft_model_path")
+    return MemoryInputs(
+        rules=rules,
+        geometry=g,
+        tp_size=launch.tp_size,
+        pp_size=launch.pp_size,
+        attn_tp_size=launch.attn_tp_size,
+        dp_size=launch.dp_size,
+        enable_dp_attention=launch.enable_dp_attention,
+        gpu_total_mib=gpus.total_mib,
+        free_before_load_gib=gpus.free_gib,
+        mem_fraction_static=launch.mem_fraction_static,
+        chunked_prefill_size=v.get("chunked_prefill_size"),
+        cuda_graph_max_bs=v.get("cuda_graph_max_bs"),
+        disable_cuda_graph=bool(v.get("disable_cuda_graph")),
+        piecewise_cuda_graph=piecewise,
+        max_running_requests=launch.max_running_requests,
+        max_total_tokens=launch.max_total_tokens,
+        context_length=launch.context_length,
+        page_size=int(v.get("page_size") or 1),
+        kv_cache_dtype=launch.kv_cache_dtype,
+        speculative_algorithm=launch.speculative_algorithm,
+        speculative_num_steps=v.get("speculative_num_steps"),
+        speculative_eagle_topk=v.get("speculative_eagle_topk"),
+        speculative_num_draft_tokens=v.get("speculative_num_draft_tokens"),
+        draft_model_external=bool(draft_path) and draft_path != model_path,
+        disable_radix_cache=launch.disable_radix_cache,
+        mamba_strategy=launch.mamba_strategy,
+        mamba_ssm_dtype=v.get("mamba_ssm_dtype"),
+        max_mamba_cache_size=v.get("max_mamba_cache_size"),
+        mamba_full_memory_ratio=float(v.get("mamba_full_memory_ratio") or 0.9),
+        language_only=bool(v.get("language_only")),
+        mm_enable_dp_encoder=bool(v.get("mm_enable_dp_encoder")),
+        enable_torch_compile=bool(v.get("enable_torch_compile")),
+    )
+
+
+# ----------------------------------------------------------------------------- suggestions
+
+# What each change costs the user, lowest first: a knob, then throughput, then accuracy or
+# features, then context, then hardware.
+COST_MFS = 1
+COST_GRAPH_BS = 2
+COST_MRR = 2
+COST_SSM_BF16 = 2
+COST_NO_RADIX = 3
+COST_KV_FP8 = 3
+COST_CONTEXT = 4
+COST_NO_SPEC = 5
+COST_MORE_GPUS = 6
+
+
+@dataclass(frozen=True)
+class _Move:
+    name: str
+    cost: int
+    options: Callable[[MemoryInputs], list[tuple[tuple[str, ...], str, MemoryInputs]]]
+
+
+def _ladder(name: str, cost: int, flag: str, field_name: str, values: Sequence[Any], describe: str) -> _Move:
+    def options(inp: MemoryInputs) -> list[tuple[tuple[str, ...], str, MemoryInputs]]:
+        out = []
+        for value in values:
+            if getattr(inp, field_name) == value:
+                continue
+            out.append(((flag, str(value)), describe.format(value=value), replace(inp, **{field_name: value})))
+        return out
+
+    return _Move(name, cost, options)
+
+
+def _moves(base: MemoryInputs, plan: MemoryPlan, gpus: GpuView) -> list[_Move]:
+    g = base.geometry
+    moves: list[_Move] = []
+    mfs_now = plan.mem_fraction_static
+    # nearest first: the smallest change of mem-fraction-static that fits wins
+    up = [round(mfs_now + d, 3) for d in (0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.1) if mfs_now + d <= 0.96]
+    down = [round(mfs_now - d, 3) for d in (0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15) if mfs_now - d >= 0.5]
+    order = [v for pair in itertools.zip_longest(up, down) for v in pair if v is not None]
+    moves.append(_ladder("mfs", COST_MFS, "--mem-fraction-static", "mem_fraction_static", order, "mem-fraction-static {value}"))
+    mrr_now = plan.max_running_requests or 48
+    mrr_values = [n for n in (32, 24, 16, 12, 8, 6, 4, 2) if n < mrr_now]
+    if mrr_values:
+        moves.append(_ladder("mrr", COST_MRR, "--max-running-requests", "max_running_requests", mrr_values, "at most {value} running requests"))
+    if not base.disable_cuda_graph:
+        bs_now = plan.cuda_graph_max_bs
+        bs_values = [n for n in (16, 8, 4) if n < bs_now]
+        if bs_values:
+            moves.append(_ladder("graph_bs", COST_GRAPH_BS, "--cuda-graph-max-bs", "cuda_graph_max_bs", bs_values, "CUDA graphs up to batch {value}"))
+    if g.hybrid and (base.mamba_ssm_dtype or g.mamba_ssm_dtype or "float32") == "float32":
+        moves.append(
+            _Move("ssm", COST_SSM_BF16, lambda inp: [(("--mamba-ssm-dtype", "bfloat16"), "SSM state in bfloat16", replace(inp, mamba_ssm_dtype="bfloat16"))])
+        )
+    if g.hybrid and plan.radix_cache:
+        moves.append(
+            _Move("radix", COST_NO_RADIX, lambda inp: [(("--disable-radix-cache",), "no prefix caching", replace(inp, disable_radix_cache=True))])
+        )
+    if base.kv_cache_dtype in ("auto", "bfloat16", "bf16", "float16"):
+        moves.append(
+            _Move("kvfp8", COST_KV_FP8, lambda inp: [(("--kv-cache-dtype", "fp8_e4m3"), "FP8 KV cache", replace(inp, kv_cache_dtype="fp8_e4m3"))])
+        )
+    ctx_now = plan.context_length
+    ctx_values = [c for c in (131072, 65536, 32768, 16384, 8192, 4096) if c < ctx_now]
+    if ctx_values:
+        moves.append(_ladder("context", COST_CONTEXT, "--context-length", "context_length", ctx_values, "context {value} tokens"))
+    if base.speculative_algorithm:
+        moves.append(
+            _Move(
+                "nospec",
+                COST_NO_SPEC,
+                lambda inp: [(("(drop the --speculative-* flags)",), "no speculative decoding", replace(
+                    inp, speculative_algorithm=None, speculative_num_steps=None, speculative_eagle_topk=None,
+                    speculative_num_draft_tokens=None, max_running_requests=inp.max_running_requests if base.max_running_requests else None))],
+            )
+        )
+    return moves
+
+
+def _more_gpus(base: MemoryInputs, gpus: GpuView) -> list[tuple[tuple[str, ...], str, MemoryInputs, str | None]]:
+    g = base.geometry
+    out = []
+    tp = base.tp_size * 2
+    heads_ok = (not g.num_attention_heads or g.num_attention_heads % tp == 0) and (
+        g.mla or not g.num_kv_heads or g.num_kv_heads % tp == 0 or tp % g.num_kv_heads == 0
+    ) and all(not h or h % tp == 0 for h in (g.linear_num_key_heads, g.linear_num_value_heads))
+    if heads_ok:
+        need = tp * base.pp_size
+        free = gpus.free_gib + gpus.allowance_gib - startup_allowance_gib(tp, base.pp_size)
+        gpu_arg = f"{gpus.name}x{need}" if gpus.source == "--gpu" else None
+        if gpus.source == "--gpu" or gpus.count >= need:
+            out.append((("--tp-size", str(tp)), f"{need} GPUs, TP {tp}", replace(base, tp_size=tp, attn_tp_size=tp, free_before_load_gib=free), gpu_arg))
+    return out
+
+
+def suggest_changes(base: MemoryInputs, plan: MemoryPlan, gpus: GpuView, *, limit: int = 6) -> tuple[Suggestion, ...]:
+    """Re-plan candidate changes (alone and in pairs) and rank those that fit by cost."""
+    if plan.fits:
+        return ()
+    required: list[tuple[tuple[str, ...], str, int, MemoryInputs]] = []
+    start = base
+    if plan.refusal and "radix cache" in plan.refusal:
+        start = replace(base, disable_radix_cache=True)
+        required.append((("--disable-radix-cache",), "no prefix caching (SGLang refuses the radix cache here)", COST_NO_RADIX, start))
+    if plan.refusal and "context_length" in plan.refusal:
+        start = replace(start, context_length=base.geometry.max_position_embeddings)
+        required.append((("--context-length", str(base.geometry.max_position_embeddings)), "the model's context length", COST_CONTEXT, start))
+    pre_flags = tuple(f for r in required for f in r[0])
+    pre_cost = sum(r[2] for r in required)
+    pre_desc = [r[1] for r in required]
+
+    moves = [m for m in _moves(start, plan_memory(start), gpus) if not (required and m.name == "radix")]
+    found: dict[tuple[str, ...], Suggestion] = {}
+    best_misses: list[Suggestion] = []
+
+    def consider(flags: tuple[str, ...], desc: list[str], cost: int, inp: MemoryInputs, gpu_arg: str | None = None) -> bool:
+        p = plan_memory(inp)
+        s = Suggestion(pre_flags + flags, "; ".join(pre_desc + desc), pre_cost + cost, p.verdict, p.kv_tokens, p.max_running_requests, gpu_arg)
+        if p.fits:
+            key = tuple(sorted(s.flags))
+            if key not in found or found[key].cost > s.cost:
+                found[key] = s
+            return True
+        best_misses.append(s)
+        return False
+
+    if required:
+        consider((), [], 0, start)
+    for size in (1, 2):
+        for combo in itertools.combinations(moves, size):
+            # a ladder move tries its values in order and keeps the first that fits
+            def expand(idx: int, inp: MemoryInputs, flags: tuple[str, ...], desc: list[str], cost: int) -> bool:
+                if idx == len(combo):
+                    return consider(flags, desc, cost, inp)
+                move = combo[idx]
+                for mflags, mdesc, minp in move.options(inp):
+                    if expand(idx + 1, minp, flags + mflags, desc + [mdesc], cost + move.cost):
+                        return True
+                return False
+
+            expand(0, start, (), [], 0)
+    for flags, desc, inp, gpu_arg in _more_gpus(start, gpus):
+        if not consider(flags, [desc], COST_MORE_GPUS, inp, gpu_arg):
+            for move in moves:
+                if move.name in ("mfs", "mrr", "ssm"):
+                    if any(consider(flags + mf, [desc, md], COST_MORE_GPUS + move.cost, mi, gpu_arg) for mf, md, mi in move.options(inp)):
+                        break
+    ranked = sorted(found.values(), key=lambda s: (s.cost, len(s.flags), -s.kv_tokens))
+    if ranked:
+        return tuple(ranked[:limit])
+    misses = sorted(best_misses, key=lambda s: (-s.kv_tokens, s.cost))
+    return tuple(misses[:3])
+
+
+# ----------------------------------------------------------------------------- the flow
+
+
+def plan_launch(options: PlanOptions, *, matrix: Any, probe: Any = None, hub: Any = None) -> PlanResult:
+    """Plan one launch. UsageError for bad input; the verdict is in the result."""
+    from imgbuild.modelinfo import inspect_model
+    from imgbuild.serverargs import load_server_args
+
+    model = options.model
+    flags = tuple(options.flags)
+    if options.command:
+        command = split_command(options.command)
+        if model and command.model_path and command.model_path != model:
+            raise UsageError(
+                f"MODEL {model!r} and the command's --model-path {command.model_path!r} differ",
+                hint="give one of them",
+            )
+        model = model or command.model_path
+        flags = command.flags + flags
+    if not model:
+        raise UsageError("no model: give MODEL or a --command with --model-path")
+    if any(f in ("--model-path", "--model") or f.startswith(("--model-path=", "--model=")) for f in flags):
+        raise UsageError("pass the model as MODEL, not as --model-path among the flags")
+
+    info = inspect_model(model, hub=hub) if hub is not None else inspect_model(model)
+    geometry = geometry_from_config(
+        info.config,
+        checkpoint_bytes=info.weight_bytes,
+        checkpoint_parameters=info.parameters if getattr(info, "parameters_source", "index") == "index" else None,
+    )
+
+    version, version_source = resolve_version(options.sglang, architecture=geometry.architecture, matrix=matrix)
+    data = load_server_args(options.server_args_path)
+    notes: list[str] = []
+    data_version = version
+    if version not in data.by_version:
+        nearest = data.nearest_version(version)
+        if nearest is None:
+            raise UsageError(f"no SGLang flag data for {version} or older", hint="regenerate server_args.json with scripts/gen_matrix.py")
+        notes.append(f"flag data for SGLang {version} is missing; checked against {nearest}")
+        data_version = nearest
+    table = data.flags_for(data_version)
+    others = {v: data.by_version[v] for v in data.versions() if v != data_version}
+    launch = parse_flags(flags, table, version=data_version, other_versions=others)
+
+    world = launch.tp_size * launch.pp_size * (1 if launch.enable_dp_attention else launch.dp_size)
+    gpus = read_gpus(options.gpu, matrix=matrix, probe=probe, world=world, tp=launch.tp_size, pp=launch.pp_size)
+    check_parallelism(geometry, launch, gpus.count, gpus.name)
+
+    rules = rules_for(version)
+    if not rules.verified:
+        notes.append(f"SGLang {version}: accounting rules of the {rules.era} family (read in 0.5.9, 0.5.10-0.5.14, 0.5.23)")
+    inputs = memory_inputs(rules, geometry, launch, gpus, model)
+    plan = plan_memory(inputs)
+    suggestions = suggest_changes(inputs, plan, gpus) if options.suggest else ()
+    return PlanResult(
+        model=model,
+        architecture=geometry.architecture,
+        sglang=version,
+        sglang_source=version_source,
+        flag_data_version=data_version,
+        gpu_name=gpus.name,
+        gpu_count=gpus.count,
+        gpu_source=gpus.source,
+        gpu_total_mib=gpus.total_mib,
+        allowance_gib=gpus.allowance_gib,
+        launch_flags=flags,
+        plan=plan,
+        suggestions=suggestions,
+        notes=tuple(notes),
+    )
+
+
+def plan_lines(result: PlanResult) -> list[str]:
+    """The per-GPU table, lines named as SGLang's log names them. Text only: cli.py prints it."""
+    p = result.plan
+    out: list[str] = []
+    out.append(
+        f"SGLang {result.sglang} ({result.sglang_source}) · {result.architecture} · "
+        f"{result.gpu_count} x {result.gpu_name} ({result.gpu_source}) · rules {p.rules.era}"
+    )
+    out.append(f"flags: {' '.join(result.launch_flags) or '(none)'}")
+    out.append("")
+    width = 64
+
+    def row(label: str, value: str) -> None:
+        out.append(f"  {label:<{width}} {value:>14}")
+
+    row("per GPU", "GiB")
+    row("memory.total (nvidia-smi)", f"{result.gpu_total_mib / 1024:.2f}")
+    if result.gpu_source == "--gpu":
+        row("- CUDA context + NCCL (imgbuild allowance, from real logs)", f"-{result.allowance_gib:.2f}")
+    else:
+        row("NVML free now, less CUDA context + NCCL allowance", f"-{result.allowance_gib:.2f}")
+    row("Load weight begin. avail mem  (F0)", f"{p.free_before_load_gib:.2f}")
+    row("Load weight end. mem usage  (target weights)", f"{p.weights_gib:.2f}")
+    row("Load weight end. avail mem", f"{p.avail_after_load_gib:.2f}")
+    origin = "default formula" if p.mem_fraction_static_default else "--mem-fraction-static"
+    row(f"mem_fraction_static ({origin})", f"{p.mem_fraction_static:.3f}")
+    row("F0 x (1 - mfs): kept back for activations, graphs" + (", draft" if p.speculative_algorithm else ""), f"{p.slack_gib:.2f}")
+    if p.rules.draft_weights_before_kv and p.draft_weights_gib:
+        row("draft weights (loaded before the KV pool is sized)", f"{p.draft_weights_gib:.2f}")
+    row("rest for pools = avail - F0 x (1 - mfs)", f"{p.rest_before_state_gib:.2f}")
+    if p.mamba_per_request_bytes:
+        if p.spec_intermediate_gib:
+            row(
+                f"speculative intermediate states ({p.speculative_num_draft_tokens} tokens/request)",
+                f"{p.spec_intermediate_gib:.2f}",
+            )
+        row(
+            f"Mamba Cache is allocated. max_mamba_cache_size: {p.mamba_slots}",
+            f"{p.state_gib:.2f}",
+        )
+        row(f"  conv_state size / ssm_state size ({p.mamba_per_request_bytes / 2**20:.1f} MiB/request)", f"{p.mamba_conv_gib:.2f} / {p.mamba_ssm_gib:.2f}")
+    row(f"KV Cache is allocated. #tokens: {p.kv_tokens}  ({p.kv_cell_bytes} B/token)", f"{p.k_size_gib + p.v_size_gib:.2f}")
+    row("  K size / V size", f"{p.k_size_gib:.2f} / {p.v_size_gib:.2f}")
+    row("Memory pool end. avail mem", f"{p.memory_pool_end_avail_gib:.2f}")
+    if p.draft_weights_gib:
+        when = "counted above" if p.rules.draft_weights_before_kv else "loads after the pools"
+        row(f"draft (MTP) weights, {when}", f"{p.draft_weights_gib:.2f}")
+        row("draft KV pool (same #tokens, its own layers)", f"{p.draft_kv_gib:.2f}")
+        if p.draft_transient_gib:
+            row("draft's own embed + lm_head copy while it loads (transient)", f"{p.draft_transient_gib:.2f}")
+    row("activations + CUDA graphs + late loads (imgbuild estimate)", f"{p.runtime_need_gib:.2f}")
+    out.append(
+        f"  max_total_num_tokens={p.kv_tokens}, chunked_prefill_size={p.chunked_prefill_size}, "
+        f"max_running_requests={p.max_running_requests}, context_len={p.context_length}, "
+        f"cuda_graph_max_bs={p.cuda_graph_max_bs}, radix_cache={'on' if p.radix_cache else 'off'}"
+    )
+    out.append("")
+    out.append(f"verdict: {result.verdict}")
+    for problem in result.problems:
+        out.append(f"  - {problem}")
+    for note in result.notes + p.notes:
+        out.append(f"  note: {note}")
+    if result.suggestions:
+        fitting = any(s.verdict == "fits" for s in result.suggestions)
+        out.append("")
+        out.append("changes that fit, cheapest first:" if fitting else "no single or paired change fits; closest:")
+        for s in result.suggestions:
+            gpu = f"  (--gpu '{s.gpu}')" if s.gpu else ""
+            out.append(
+                f"  {' '.join(s.flags):<58} {s.verdict:<13} #tokens {s.kv_tokens:>8}  "
+                f"max_running_requests {s.max_running_requests}{gpu}  [{s.description}]"
+            )
+    out.append("")
+    out.append(result.explanation())
+    return out
