@@ -1,0 +1,133 @@
+"""Build a rendered target through the engine: skip what exists, tag only on success.
+
+``build_image(engine, options)`` returns a BuildRecord (also written as JSON):
+the image, its id, the repository digest where pushed, the recipe digest, how
+long it took and the pins. An image whose recipe digest is already present
+locally, or in the registry the repository names, is not built again unless
+``force``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from imgbuild.engine import BuildEvent, Engine
+from imgbuild.errors import UsageError
+from imgbuild.render import Rendered
+
+DEFAULT_REPOSITORY = "imgbuild/sglang"
+RECIPE_LABEL = "io.imgbuild.recipe-digest"
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s\\;]+)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildOptions:
+    rendered: Rendered
+    repository: str = DEFAULT_REPOSITORY  # with a registry host (127.0.0.1:5055/x) the image is pushed
+    ca_bundle: Path | None = None
+    pip_index_url: str | None = None
+    force: bool = False
+    nocache: bool = False
+    record_path: Path | None = None
+    on_progress: Callable[[BuildEvent], None] | None = None
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    image: str  # repository:tag
+    image_id: str | None
+    repo_digest: str | None
+    recipe_digest: str
+    target: str
+    base: str
+    skipped: bool
+    reason: str
+    duration_s: float
+    pins: dict[str, str] = field(default_factory=dict)
+    record_path: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def registry_host(repository: str) -> str | None:
+    """'127.0.0.1:5055/imgbuild/sglang' -> '127.0.0.1:5055'; None for a local name."""
+    first = repository.split("/", 1)[0]
+    if "/" in repository and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return None
+
+
+def lock_pins(lock_text: str) -> dict[str, str]:
+    pins = {}
+    for line in lock_text.splitlines():
+        match = _PIN.match(line)
+        if match:
+            pins[match.group(1).lower()] = match.group(2)
+    return pins
+
+
+def default_record_path(tag: str) -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "imgbuild" / "builds" / f"{tag}.json"
+
+
+def build_image(engine: Engine, options: BuildOptions) -> BuildRecord:
+    rendered = options.rendered
+    started = time.monotonic()
+    ref = f"{options.repository}:{rendered.tag}"
+    push = registry_host(options.repository) is not None
+    record_path = options.record_path or default_record_path(rendered.tag)
+    pins = lock_pins(rendered.lock_text)
+
+    def finish(image_id: str | None, repo_digest: str | None, skipped: bool, reason: str) -> BuildRecord:
+        record = BuildRecord(
+            image=ref,
+            image_id=image_id,
+            repo_digest=repo_digest,
+            recipe_digest=rendered.recipe_digest,
+            target=rendered.target.name,
+            base=rendered.base_ref,
+            skipped=skipped,
+            reason=reason,
+            duration_s=round(time.monotonic() - started, 3),
+            pins=pins,
+            record_path=str(record_path),
+        )
+        record_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = record_path.with_name(record_path.name + ".tmp")
+        tmp.write_text(json.dumps(record.to_dict(), indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, record_path)
+        return record
+
+    if not options.force:
+        local = engine.image_info(ref)
+        if local is not None and local.labels.get(RECIPE_LABEL) == rendered.recipe_digest:
+            digest = next((d for d in local.repo_digests if d.startswith(options.repository + "@")), None)
+            return finish(local.id, digest, True, "an image with this recipe digest exists locally")
+        if push:
+            remote = engine.registry_digest(ref)
+            if remote:
+                return finish(None, f"{options.repository}@{remote}", True, "an image with this recipe digest is in the registry")
+
+    files = dict(rendered.files)
+    if options.ca_bundle is not None:
+        try:
+            files["ca-bundle.crt"] = options.ca_bundle.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"--ca-bundle {options.ca_bundle}: {exc.strerror}", hint="give a PEM file of CA certificates") from exc
+    buildargs = {"PIP_INDEX_URL": options.pip_index_url} if options.pip_index_url else {}
+    image_id = engine.build(
+        files, buildargs=buildargs, nocache=options.nocache, on_event=options.on_progress, what=ref
+    )
+    repository, tag = ref.rsplit(":", 1)
+    engine.tag(image_id, repository, tag)
+    repo_digest = engine.push(repository, tag) if push else None
+    return finish(image_id, repo_digest, False, "built")

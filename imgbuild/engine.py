@@ -1,0 +1,700 @@
+"""The Docker engine adapter: the only module that imports docker.
+
+Everything the engine says is turned into imgbuild's errors here: no engine ->
+EnvironmentUnavailable (exit 3); an unknown image -> UsageError (exit 2); a
+failing build step -> BuildFailed (a UsageError: the step, its last output
+lines and the fix), or EnvironmentUnavailable when the step failed on the
+network (a TLS-intercepting proxy, an unreachable base image).
+
+Builds use the low-level API (``APIClient.build`` with a decoded stream) so the
+caller sees every step as it happens through a callback. The image is tagged
+only after the build succeeded, so a failed build leaves no half-tagged image.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import tarfile
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import docker
+import docker.errors
+
+from imgbuild.errors import EnvironmentUnavailable, ImgbuildError, UsageError
+
+_STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
+_LAYER = re.compile(r"^ ---> ([0-9a-f]{12,64})$")
+_BUILD_TAIL_LINES = 20
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class BuildFailed(UsageError):
+    """A build step failed; ``step`` is its Dockerfile line, ``last_lines`` its output."""
+
+    def __init__(self, message: str, *, step: str, last_lines: list[str], hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.step = step
+        self.last_lines = list(last_lines)
+
+
+class BuildEnvironmentFailed(EnvironmentUnavailable):
+    """A build step failed because the network or the base image was not there."""
+
+    def __init__(self, message: str, *, step: str, last_lines: list[str], hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.step = step
+        self.last_lines = list(last_lines)
+
+
+@dataclass(frozen=True)
+class BuildEvent:
+    """One thing a build reported: a new step, a line of output, or a finished layer."""
+
+    kind: str  # "step" | "output" | "layer" | "pull"
+    step: int
+    total: int
+    text: str
+    elapsed_s: float
+    layer: str | None = None
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    id: str
+    tags: tuple[str, ...]
+    repo_digests: tuple[str, ...]
+    labels: dict[str, str] = field(default_factory=dict)
+    env: tuple[str, ...] = ()
+    user: str = ""
+
+
+def _no_engine(exc: Exception) -> EnvironmentUnavailable:
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    return EnvironmentUnavailable(
+        f"no Docker engine answers at DOCKER_HOST={host} ({type(exc).__name__}: {str(exc)[:200]})",
+        hint="start one (sudo scripts/services start; eval \"$(scripts/services env)\") or set DOCKER_HOST",
+    )
+
+
+class Engine:
+    """A connected Docker engine. Create it with ``connect()``."""
+
+    def __init__(self, client: docker.DockerClient) -> None:
+        self.client = client
+        self.api: docker.APIClient = client.api
+
+    # -- images ---------------------------------------------------------------
+
+    def image_info(self, ref: str) -> ImageInfo | None:
+        """The local image ``ref`` (name:tag, name@digest or id), or None if absent."""
+        try:
+            data = self.api.inspect_image(ref)
+        except docker.errors.ImageNotFound:
+            return None
+        except docker.errors.APIError as exc:
+            if exc.status_code == 404:
+                return None
+            raise UsageError(f"cannot inspect image {ref!r}: {exc.explanation or exc}") from exc
+        except docker.errors.DockerException as exc:
+            raise _no_engine(exc) from exc
+        config = data.get("Config") or {}
+        return ImageInfo(
+            id=data["Id"],
+            tags=tuple(data.get("RepoTags") or ()),
+            repo_digests=tuple(data.get("RepoDigests") or ()),
+            labels=dict(config.get("Labels") or {}),
+            env=tuple(config.get("Env") or ()),
+            user=config.get("User") or "",
+        )
+
+    def require_image(self, ref: str) -> ImageInfo:
+        info = self.image_info(ref)
+        if info is None:
+            raise UsageError(f"image {ref!r} is not in the local engine", hint="build it (imgbuild build) or docker pull it")
+        return info
+
+    def images_with_label(self, key: str, value: str) -> list[ImageInfo]:
+        try:
+            found = self.api.images(filters={"label": f"{key}={value}"})
+        except docker.errors.DockerException as exc:
+            raise _no_engine(exc) from exc
+        infos = [self.image_info(row["Id"]) for row in found]
+        return [i for i in infos if i is not None]
+
+    def registry_digest(self, ref: str) -> str | None:
+        """The manifest digest of ``ref`` in its registry, or None when it is not there."""
+        try:
+            data = self.api.inspect_distribution(ref)
+        except docker.errors.NotFound:
+            return None
+        except docker.errors.APIError as exc:
+            text = str(exc.explanation or exc).lower()
+            if exc.status_code in (401, 403, 404) or "not found" in text or "manifest unknown" in text:
+                return None
+            raise EnvironmentUnavailable(f"registry for {ref!r} did not answer: {exc.explanation or exc}") from exc
+        except docker.errors.DockerException as exc:
+            raise _no_engine(exc) from exc
+        return (data.get("Descriptor") or {}).get("digest")
+
+    def tag(self, image_id: str, repository: str, tag: str) -> None:
+        try:
+            self.api.tag(image_id, repository, tag)
+        except docker.errors.DockerException as exc:
+            raise UsageError(f"cannot tag {image_id} as {repository}:{tag}: {exc}") from exc
+
+    def push(self, repository: str, tag: str) -> str:
+        """Push ``repository:tag``; return the repository digest (``repo@sha256:...``)."""
+        digest = None
+        try:
+            for item in self.api.push(repository, tag=tag, stream=True, decode=True):
+                if "error" in item:
+                    raise EnvironmentUnavailable(
+                        f"push of {repository}:{tag} failed: {item['error']}",
+                        hint="is the registry running? (scripts/services status)",
+                    )
+                aux = item.get("aux") or {}
+                if aux.get("Digest"):
+                    digest = aux["Digest"]
+        except docker.errors.DockerException as exc:
+            raise EnvironmentUnavailable(f"push of {repository}:{tag} failed: {exc}") from exc
+        if not digest:
+            raise EnvironmentUnavailable(f"push of {repository}:{tag} reported no digest")
+        return f"{repository}@{digest}"
+
+    def remove_image(self, ref: str) -> None:
+        try:
+            self.api.remove_image(ref, force=True, noprune=False)
+        except docker.errors.ImageNotFound:
+            pass
+        except docker.errors.DockerException as exc:
+            raise UsageError(f"cannot remove image {ref}: {exc}") from exc
+
+    # -- builds ---------------------------------------------------------------
+
+    def build(
+        self,
+        files: dict[str, bytes],
+        *,
+        buildargs: dict[str, str] | None = None,
+        nocache: bool = False,
+        labels: dict[str, str] | None = None,
+        on_event: Callable[[BuildEvent], None] | None = None,
+        what: str = "image",
+    ) -> str:
+        """Build from an in-memory context; return the image id. Nothing is tagged."""
+        context = _tar_context(files)
+        started = time.monotonic()
+        step, total, step_text = 0, 0, ""
+        tail: deque[str] = deque(maxlen=_BUILD_TAIL_LINES)
+        image_id: str | None = None
+
+        def emit(kind: str, text: str, layer: str | None = None) -> None:
+            if on_event is not None:
+                on_event(BuildEvent(kind, step, total, text, time.monotonic() - started, layer))
+
+        try:
+            stream: Iterator[dict[str, Any]] = self.api.build(
+                fileobj=context,
+                custom_context=True,
+                encoding=None,
+                decode=True,
+                rm=True,
+                forcerm=True,
+                nocache=nocache,
+                buildargs=buildargs or {},
+                labels=labels,
+            )
+            for item in stream:
+                if "error" in item:
+                    message = (item.get("errorDetail") or {}).get("message") or item["error"]
+                    raise _build_error(what, step, total, step_text, list(tail), message)
+                if "aux" in item and isinstance(item["aux"], dict) and item["aux"].get("ID"):
+                    image_id = item["aux"]["ID"]
+                    continue
+                if "status" in item:  # pulling the base image
+                    status = item["status"]
+                    if item.get("id") and status in ("Pull complete", "Already exists"):
+                        emit("pull", f"{item['id']}: {status}")
+                    elif not item.get("id"):
+                        emit("pull", status)
+                    continue
+                for line in _ANSI.sub("", item.get("stream") or "").splitlines():
+                    line = line.rstrip()
+                    if not line:
+                        continue
+                    match = _STEP.match(line)
+                    if match:
+                        step, total, step_text = int(match.group(1)), int(match.group(2)), match.group(3)
+                        tail.clear()
+                        emit("step", step_text)
+                        continue
+                    layer = _LAYER.match(line)
+                    if layer:
+                        emit("layer", line.strip(), layer.group(1))
+                        continue
+                    if line.startswith(" ---> Running in ") or line.startswith("Removing intermediate container"):
+                        continue
+                    if line.startswith("Successfully built "):
+                        image_id = image_id or line.split()[-1]
+                        continue
+                    tail.append(line)
+                    emit("output", line)
+        except docker.errors.BuildError as exc:
+            raise _build_error(what, step, total, step_text, list(tail), str(exc)) from exc
+        except docker.errors.APIError as exc:
+            raise _build_error(what, step, total, step_text, list(tail), str(exc.explanation or exc)) from exc
+        except docker.errors.DockerException as exc:
+            raise _no_engine(exc) from exc
+        if not image_id:
+            raise _build_error(what, step, total, step_text, list(tail), "the engine reported no image id")
+        return image_id
+
+    # -- throwaway containers -------------------------------------------------
+
+    def run_python(self, image_ref: str, code: str, *, timeout_s: float = 300.0) -> tuple[int, str]:
+        """Run ``python3 -c code`` (falling back to ``python``) in a throwaway container
+        with no GPU and no network; return (exit code, output). The container is removed."""
+        return self._run_and_keep(image_ref, code, timeout_s=timeout_s, keep=None)
+
+    def _run_and_keep(
+        self, image_ref: str, code: str, *, timeout_s: float, keep: Callable[[Any], None] | None
+    ) -> tuple[int, str]:
+        self.require_image(image_ref)
+        last_error: Exception | None = None
+        for python in ("python3", "python"):
+            container = None
+            try:
+                container = self.client.containers.create(
+                    image_ref, entrypoint=[python, "-c", code], command=[], network_disabled=True, detach=True
+                )
+                try:
+                    container.start()
+                except docker.errors.APIError as exc:  # no such executable in the image
+                    last_error = exc
+                    if "executable file not found" in str(exc) or "no such file" in str(exc).lower():
+                        continue
+                    raise
+                result = container.wait(timeout=timeout_s)
+                output = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
+                if keep is not None:
+                    keep(container)
+                return int(result.get("StatusCode", -1)), output
+            except docker.errors.ImageNotFound as exc:
+                raise UsageError(f"image {image_ref!r} is not in the local engine") from exc
+            except docker.errors.DockerException as exc:
+                raise EnvironmentUnavailable(f"cannot run a container of {image_ref}: {exc}") from exc
+            except Exception as exc:  # requests' ReadTimeout from wait()
+                if "timed out" in str(exc).lower():
+                    raise EnvironmentUnavailable(f"{image_ref}: python did not finish within {timeout_s:.0f} s") from exc
+                raise
+            finally:
+                if container is not None:
+                    try:
+                        container.remove(force=True)
+                    except docker.errors.DockerException:
+                        pass
+        raise UsageError(f"image {image_ref!r} has no python3 or python on its PATH ({last_error})")
+
+
+def connect(*, timeout_s: float = 120.0) -> Engine:
+    """The engine at DOCKER_HOST (or the default socket); EnvironmentUnavailable if none answers."""
+    try:
+        client = docker.from_env(timeout=int(timeout_s))
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise _no_engine(exc) from exc
+    except Exception as exc:  # requests' ConnectionError and friends
+        raise _no_engine(exc) from exc
+    return Engine(client)
+
+
+def _tar_context(files: dict[str, bytes]) -> io.BytesIO:
+    """A reproducible tar of the build context: fixed mtimes, owners and modes."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(files):
+            data = files[name]
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mtime = 0
+            info.mode = 0o644
+            info.uid = info.gid = 0
+            tar.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return buf
+
+
+# Fixes for the failures a build step meets most; first match wins.
+_BUILD_FIXES: tuple[tuple[str, str, bool], ...] = (
+    (
+        "CERTIFICATE_VERIFY_FAILED",
+        "the build reaches the package index through a TLS-intercepting proxy: pass --ca-bundle FILE "
+        "(e.g. --ca-bundle /etc/ssl/certs/ca-certificates.crt)",
+        True,
+    ),
+    ("DO NOT MATCH THE HASHES", "the lock's hashes do not match the index: regenerate it with `imgbuild lock`", False),
+    ("Hashes are required", "every requirement needs --hash: regenerate the lock with `imgbuild lock`", False),
+    (
+        "No matching distribution",
+        "the index has no wheel for this Python/platform: check --pip-index-url and the lock's platform",
+        False,
+    ),
+    ("manifest unknown", "the base image is not in its registry: check the digest (imgbuild bases refresh) or --base", True),
+    ("not found: manifest", "the base image is not in its registry: check the digest (imgbuild bases refresh) or --base", True),
+    ("pull access denied", "the base image cannot be pulled: check its name, or log in to its registry", True),
+    ("dial tcp", "the engine cannot reach the registry of the base image: check the network or pass --base", True),
+    ("Temporary failure in name resolution", "the build has no DNS: check the engine's network", True),
+    ("Network is unreachable", "the build has no network: check the engine's network", True),
+    ("glibc", "choose a base image with a newer glibc (Ubuntu 24.04 has 2.39)", False),
+)
+
+
+def _build_error(what: str, step: int, total: int, step_text: str, tail: list[str], message: str) -> ImgbuildError:
+    haystack = "\n".join(tail) + "\n" + message
+    hint, network = "fix the step above, then rerun the build", False
+    for needle, fix, is_network in _BUILD_FIXES:
+        if needle.lower() in haystack.lower():
+            hint, network = fix, is_network
+            break
+    where = f"step {step}/{total} ({_short(step_text)})" if step else "before the first step"
+    last = " | ".join(tail[-8:]) if tail else "(no output)"
+    text = f"building {what} failed at {where}: {message.strip()}; last output: {last}"
+    cls = BuildEnvironmentFailed if network else BuildFailed
+    return cls(text, step=step_text, last_lines=tail, hint=hint)
+
+
+
+def _short(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- the environment inside an image, read without importing sglang -------------
+
+_FIND_SGLANG = r"""
+import json, sys
+from importlib import metadata
+try:
+    dist = metadata.distribution("sglang")
+except metadata.PackageNotFoundError:
+    print(json.dumps({"found": False, "python": sys.version.split()[0]})); sys.exit(0)
+meta = [f for f in (dist.files or []) if str(f).endswith(".dist-info/METADATA")]
+site = str(dist.locate_file(""))
+print(json.dumps({"found": True, "version": dist.version, "site": site,
+                  "metadata": str(dist.locate_file(meta[0])) if meta else None}))
+"""
+
+
+def export_sglang_install(image_ref: str, dest_dir: Path) -> Path:
+    """Copy SGLang's METADATA and ``sglang/srt/models/`` out of an image into ``dest_dir``.
+
+    Runs the image's python (``-c``, without importing sglang) in a throwaway
+    container with no GPU to find the site-packages, then ``get_archive``s the
+    files. Writes ``dest_dir/sglang-V.dist-info/METADATA`` and
+    ``dest_dir/sglang/srt/models/*.py``; the container is always removed.
+    """
+    engine = connect()
+    found: dict[str, Any] = {}
+    copied: dict[str, bytes] = {}
+
+    def keep(container: Any) -> None:
+        lines = [ln for ln in container.logs(stdout=True, stderr=False).decode().splitlines() if ln.startswith("{")]
+        if not lines:
+            return
+        found.update(json.loads(lines[-1]))
+        if not found.get("found") or not found.get("metadata"):
+            return
+        for path in (found["metadata"], str(PurePosixPath(found["site"]) / "sglang" / "srt" / "models")):
+            chunks, _ = container.get_archive(path)
+            copied[path] = b"".join(chunks)
+
+    status, output = engine._run_and_keep(image_ref, _FIND_SGLANG, timeout_s=120.0, keep=keep)
+    if status != 0 or not found:
+        raise UsageError(f"{image_ref}: python could not list its packages (exit {status}): {output.strip()[-300:]}")
+    if not found.get("found"):
+        raise UsageError(f"image {image_ref!r} holds no sglang (python {found.get('python')})", hint="build one with imgbuild build")
+    if not found.get("metadata"):
+        raise UsageError(f"image {image_ref!r}: sglang {found.get('version')} has no dist-info METADATA")
+    version = found["version"]
+    meta_dir = dest_dir / f"sglang-{version}.dist-info"
+    models_dir = dest_dir / "sglang" / "srt" / "models"
+    meta_dir.mkdir(parents=True, exist_ok=True)
+    models_dir.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(copied[found["metadata"]])) as tar:
+        member = tar.extractfile(tar.getmembers()[0])
+        (meta_dir / "METADATA").write_bytes(member.read() if member else b"")
+    models_key = str(PurePosixPath(found["site"]) / "sglang" / "srt" / "models")
+    with tarfile.open(fileobj=io.BytesIO(copied[models_key])) as tar:
+        for member in tar.getmembers():
+            parts = PurePosixPath(member.name).parts
+            # The archive's top folder is "models"; keep regular .py files, no escapes.
+            if not member.isfile() or not member.name.endswith(".py") or ".." in parts or len(parts) < 2:
+                continue
+            target = models_dir.joinpath(*parts[1:])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = tar.extractfile(member)
+            target.write_bytes(data.read() if data else b"")
+    return dest_dir
+
+
+# Walks the environment the image's python runs in (sys.prefix: the venv) and
+# prints one JSON document: per distribution (name, version, a hash over its
+# files) and per file a content hash. Bytecode and mtimes are ignored.
+_ENV_MANIFEST = r"""
+import hashlib, json, os, sys
+from importlib import metadata
+prefix = sys.prefix
+def skip(rel):
+    return rel.endswith((".pyc", ".pyo")) or "/__pycache__/" in "/" + rel + "/"
+files = {}
+for root, dirs, names in os.walk(prefix):
+    dirs.sort()
+    for name in sorted(names):
+        path = os.path.join(root, name)
+        rel = os.path.relpath(path, prefix)
+        if skip(rel):
+            continue
+        if os.path.islink(path):
+            files[rel] = "link:" + os.readlink(path)
+        elif os.path.isfile(path):
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            files[rel] = h.hexdigest()
+packages = {}
+for dist in metadata.distributions():
+    location = str(dist.locate_file(""))
+    if not os.path.realpath(location).startswith(os.path.realpath(prefix)):
+        continue
+    h = hashlib.sha256()
+    for f in sorted(str(p) for p in (dist.files or [])):
+        full = os.path.relpath(os.path.realpath(str(dist.locate_file(f))), os.path.realpath(prefix))
+        if skip(full):
+            continue
+        h.update((full + " " + files.get(full, "missing") + "\n").encode())
+    packages[dist.metadata["Name"].lower().replace("_", "-")] = {"version": dist.version, "sha256": h.hexdigest()}
+print(json.dumps({"prefix": prefix, "python": sys.version.split()[0], "packages": packages, "files": files}))
+"""
+
+
+def environment_manifest(engine: Engine, image_ref: str) -> dict[str, Any]:
+    """Installed packages (name, version, hash) and file content hashes of an image's Python environment."""
+    status, output = engine.run_python(image_ref, _ENV_MANIFEST, timeout_s=600.0)
+    lines = [ln for ln in output.splitlines() if ln.startswith("{")]
+    if status != 0 or not lines:
+        raise UsageError(f"{image_ref}: could not read its Python environment (exit {status}): {output.strip()[-300:]}")
+    return json.loads(lines[-1])
+
+
+# ---- certify: container-run functions are appended below this line ----------
+
+# --- containers for certify ---------------------------------------------------------
+# Written for `imgbuild certify` (issue 5): start an SGLang server container, follow its
+# log, read its state, remove it. Everything docker-specific for certify lives here.
+
+CERTIFY_LABEL = "io.imgbuild.certify"  # every certify container carries it (value: the run id)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerContainerSpec:
+    image: str
+    name: str
+    entrypoint: tuple[str, ...]
+    command: tuple[str, ...]
+    container_port: int
+    host_port: int  # published on 127.0.0.1 only
+    labels: dict[str, str]
+    gpu_uuids: tuple[str, ...] = ()  # empty: no device request (no GPU attached)
+    mounts: tuple[tuple[str, str, bool], ...] = ()  # (host path, container path, read-only)
+    environment: dict[str, str] = field(default_factory=dict)
+    ipc_host: bool = True  # NCCL keeps its buffers in /dev/shm; ipc=host lifts the 64 MiB default
+    shm_size: str | None = None  # used when ipc_host is False
+
+
+def image_for_certify(engine: Engine, ref: str) -> ImageInfo:
+    """The image, pulled first when the engine does not have it."""
+    info = engine.image_info(ref)
+    if info is not None:
+        return info
+    try:
+        engine.client.images.pull(ref)
+    except docker.errors.ImageNotFound:
+        raise UsageError(f"image {ref} is neither on the engine nor pullable", hint="build it (imgbuild build) or push it") from None
+    except docker.errors.APIError as exc:
+        raise UsageError(f"image {ref}: {exc.explanation or exc}") from exc
+    except docker.errors.DockerException as exc:
+        raise _no_engine(exc) from exc
+    return engine.require_image(ref)
+
+
+def start_server_container(engine: Engine, spec: ServerContainerSpec) -> str:
+    """Create and start the container; a container that fails to start is removed
+    before the error is raised (testcontainers' rule)."""
+    from docker.types import DeviceRequest, Mount
+
+    kwargs: dict[str, Any] = {
+        "name": spec.name,
+        "entrypoint": list(spec.entrypoint),
+        "command": list(spec.command),
+        "labels": dict(spec.labels),
+        "environment": dict(spec.environment),
+        "ports": {f"{spec.container_port}/tcp": ("127.0.0.1", spec.host_port)},
+        "mounts": [Mount(target=c, source=h, type="bind", read_only=ro) for h, c, ro in spec.mounts],
+    }
+    if spec.ipc_host:
+        kwargs["ipc_mode"] = "host"
+    elif spec.shm_size:
+        kwargs["shm_size"] = spec.shm_size
+    if spec.gpu_uuids:
+        kwargs["device_requests"] = [
+            DeviceRequest(driver="nvidia", device_ids=list(spec.gpu_uuids), capabilities=[["gpu"]])
+        ]
+    container = None
+    try:
+        container = engine.client.containers.create(spec.image, **kwargs)
+        container.start()
+    except docker.errors.APIError as exc:
+        if container is not None:
+            remove_container(engine, container.id)
+        raise EnvironmentUnavailable(
+            f"cannot start {spec.image}: {exc.explanation or exc}",
+            hint="with GPUs the engine needs the NVIDIA container toolkit" if spec.gpu_uuids else None,
+        ) from exc
+    return str(container.id)
+
+
+def follow_container_log(engine: Engine, container_id: str) -> Iterator[str]:
+    """This container's stdout+stderr, line by line, from its start until it stops."""
+
+    try:
+        stream = engine.api.logs(container_id, stream=True, follow=True, stdout=True, stderr=True)
+    except docker.errors.APIError as exc:
+        raise EnvironmentUnavailable(f"cannot read the log of {container_id[:12]}: {exc}") from exc
+    pending = b""
+    try:
+        for chunk in stream:
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                yield line.decode("utf-8", errors="replace").rstrip("\r")
+    except docker.errors.APIError:
+        pass  # removed while following: the log simply ends
+    if pending:
+        yield pending.decode("utf-8", errors="replace")
+
+
+def container_state(engine: Engine, container_id: str) -> tuple[str, int | None]:
+    """(status, exit code): ('running', None), ('exited', 1), ('gone', None)."""
+
+    try:
+        state = engine.api.inspect_container(container_id)["State"]
+    except docker.errors.NotFound:
+        return "gone", None
+    except docker.errors.APIError as exc:
+        raise EnvironmentUnavailable(f"cannot inspect {container_id[:12]}: {exc}") from exc
+    status = str(state.get("Status", "unknown"))
+    return status, (int(state["ExitCode"]) if status in ("exited", "dead") else None)
+
+
+def remove_container(engine: Engine, container_id: str, *, stop_timeout_s: int = 10) -> bool:
+    """Stop (SIGTERM, then SIGKILL after stop_timeout_s) and remove; True when it is gone."""
+
+    try:
+        engine.api.stop(container_id, timeout=stop_timeout_s)
+    except docker.errors.NotFound:
+        return True
+    except docker.errors.APIError:
+        pass  # already stopping or dead; remove(force) below settles it
+    try:
+        engine.api.remove_container(container_id, force=True, v=True)
+    except docker.errors.NotFound:
+        return True
+    except docker.errors.APIError as exc:
+        if "already in progress" not in str(exc):
+            return False
+    return container_state(engine, container_id)[0] == "gone"
+
+
+def containers_labelled(engine: Engine, label: str, value: str | None = None) -> list[str]:
+    """Ids of all containers (running or not) carrying ``label`` (``=value`` if given)."""
+    selector = label if value is None else f"{label}={value}"
+    try:
+        return [c["Id"] for c in engine.api.containers(all=True, filters={"label": selector})]
+    except docker.errors.APIError as exc:
+        raise EnvironmentUnavailable(f"cannot list containers: {exc}") from exc
+
+
+# --- push for publish ----------------------------------------------------------
+# (publish engineer: issue 6) Push with explicit credentials and per-layer progress.
+
+
+class PushAdapter:
+    """What imgbuild.publish needs from the engine: find images, push with credentials.
+
+    Credentials go to the engine in the X-Registry-Auth header of the push call
+    only; they are not kept, logged or put into an error message.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def inspect_image(self, ref: str) -> ImageInfo | None:
+        return self.engine.image_info(ref)
+
+    def images_with_label(self, key: str, value: str) -> list[ImageInfo]:
+        """Oldest first (by the engine's Created time)."""
+        try:
+            rows = self.engine.api.images(filters={"label": f"{key}={value}"})
+        except docker.errors.DockerException as exc:
+            raise _no_engine(exc) from exc
+        rows = sorted(rows, key=lambda row: row.get("Created", 0))
+        infos = [self.engine.image_info(row["Id"]) for row in rows]
+        return [i for i in infos if i is not None]
+
+    def push_image(self, image_id: str, repository: str, tag: str, *, credentials: Any = None,
+                   progress: Callable[[str], None] | None = None) -> str:
+        """Tag ``image_id`` as repository:tag and push it; return the manifest digest."""
+        self.engine.tag(image_id, repository, tag)
+        auth = None
+        if credentials is not None:
+            auth = {"username": credentials.username, "password": credentials.password,
+                    "serveraddress": repository.split("/", 1)[0]}
+        digest = None
+        seen: dict[str, str] = {}
+        try:
+            for item in self.engine.api.push(repository, tag=tag, stream=True, decode=True, auth_config=auth):
+                if "error" in item:
+                    raise _push_error(repository, tag, str(item.get("error")))
+                aux = item.get("aux") or {}
+                if aux.get("Digest"):
+                    digest = aux["Digest"]
+                layer, status = item.get("id"), item.get("status", "")
+                if progress is not None and layer and status and seen.get(layer) != status:
+                    seen[layer] = status
+                    detail = item.get("progressDetail") or {}
+                    size = f" ({detail['total'] / 2**20:.1f} MiB)" if detail.get("total") else ""
+                    progress(f"  layer {layer}: {status}{size}")
+        except docker.errors.DockerException as exc:
+            raise _push_error(repository, tag, str(getattr(exc, "explanation", None) or exc)) from exc
+        if not digest:
+            raise EnvironmentUnavailable(f"push of {repository}:{tag} reported no digest")
+        return digest
+
+
+def _push_error(repository: str, tag: str, message: str) -> EnvironmentUnavailable:
+    lowered = message.lower()
+    if "unauthorized" in lowered or "authentication required" in lowered or "denied" in lowered:
+        hint = "check --username/--password-stdin or docker login for this registry"
+    elif "certificate" in lowered or "x509" in lowered:
+        hint = f"the engine does not trust the registry's CA: put it in /etc/docker/certs.d/{repository.split('/', 1)[0]}/ca.crt"
+    else:
+        hint = "is the registry running and reachable from the engine?"
+    return EnvironmentUnavailable(f"push of {repository}:{tag} failed: {message.strip()[:300]}", hint=hint)
