@@ -298,6 +298,313 @@ def diagnose(logfile: str, as_json: bool) -> None:
         raise SystemExit(1)
 
 
+# --- certify, certs (issue 5) -------------------------------------------------------
+
+
+@cli.command()
+@click.argument("image")
+@click.option("--target", "target_name", default=None, metavar="NAME",
+              help="A matrix.yaml target: its GPUs, model and launch flags.")
+@click.option("--gpus", "gpus_text", default=None, metavar="NAME[xN]",
+              help="The GPUs to certify on, e.g. 'RTX A6000x2' (default: the target's).")
+@click.option("--model", "model_dir", default=None, type=click.Path(exists=True, file_okay=False),
+              help="The model directory on the engine's host, mounted read-only at /model.")
+@click.option("--model-ref", default=None, metavar="ID",
+              help="--model-path inside the container when no --model (a Hugging Face id; see --hf-cache).")
+@click.option("--hf-cache", default=None, type=click.Path(exists=True, file_okay=False),
+              help="A Hugging Face cache directory, mounted read-only.")
+@click.option("--flags", "flags_text", default=None, metavar="'FLAGS'",
+              help="The launch flags as one string (default: the target's).")
+@click.option("--gpu-uuid", "gpu_uuids", multiple=True, metavar="UUID", help="Use this GPU (repeat for each).")
+@click.option("--no-gpus", is_flag=True,
+              help="Attach no GPU (stand-in images in tests); the certificate is marked unattested.")
+@click.option("--port", "host_port", type=int, default=30000, show_default=True, help="HTTP port on 127.0.0.1.")
+@click.option("--timeout", "timeout_s", type=float, default=1800.0, show_default=True,
+              help="Seconds to wait for the server to become ready.")
+@click.option("--max-used-mib", type=int, default=1024, show_default=True,
+              help="A GPU using more memory than this before launch is not clean.")
+@click.option("--store", "store_dir", default=None, type=click.Path(file_okay=False),
+              help="Certificate store (default: $XDG_DATA_HOME/imgbuild/certs).")
+@click.option("--no-plan", is_flag=True, help="Skip the plan check of the preflight.")
+@click.option("--env", "env_pairs", multiple=True, metavar="KEY=VALUE",
+              help="An environment variable for the server container (repeat), e.g. NCCL_P2P_DISABLE=1.")
+@options.matrix_file
+@options.json_output
+def certify(image: str, target_name: str | None, gpus_text: str | None, model_dir: str | None,
+            model_ref: str | None, hf_cache: str | None, flags_text: str | None, gpu_uuids: tuple[str, ...],
+            no_gpus: bool, host_port: int, timeout_s: float, max_used_mib: int, store_dir: str | None,
+            no_plan: bool, env_pairs: tuple[str, ...], matrix_path: str | None, as_json: bool) -> None:
+    """Launch IMAGE on its target GPUs, prove it serves, and store a certificate.
+
+    Exit 0 when it passes (also 'pass-unattested', which the certificate marks), 1 when a
+    preflight check or the certification fails, 3 when there is no Docker engine.
+    """
+    import os
+    import shlex
+    import signal
+
+    import httpx
+
+    from imgbuild import certify as flow
+    from imgbuild import engine
+    from imgbuild.certstore import CertStore
+    from imgbuild.errors import UsageError
+    from imgbuild.gpus import SNAPSHOT_ENV, default_probe
+    from imgbuild.render import find_target
+
+    matrix = _load_matrix(matrix_path)
+    target = find_target(matrix.raw, target_name) if target_name else None
+    gpus_text = gpus_text or (target.gpus if target else None)
+    if not gpus_text:
+        raise UsageError("certify needs the GPUs: --gpus 'NAME xN' or a --target that names them")
+    try:
+        flags = tuple(shlex.split(flags_text)) if flags_text is not None else tuple(target.launch_flags if target else ())
+    except ValueError as exc:
+        raise UsageError(f"--flags: {exc}") from None
+    bad = [p for p in env_pairs if "=" not in p or p.startswith("=")]
+    if bad:
+        raise UsageError(f"--env {bad[0]!r}: expected KEY=VALUE")
+    snapshot = os.environ.get(SNAPSHOT_ENV)
+    opts = flow.CertifyOptions(
+        image=image, gpus=gpus_text, launch_flags=flags,
+        target_name=target.name if target else None,
+        engine_version=target.engine if target else None,
+        cuda=target.cuda if target else None,
+        model_dir=model_dir, model_ref=model_ref or (target.model if target and not model_dir else None),
+        hf_cache=hf_cache, gpu_uuids=gpu_uuids, attach_gpus=not no_gpus,
+        probe_source=f"snapshot:{snapshot}" if snapshot else "nvml",
+        host_port=host_port, ready_timeout_s=timeout_s, max_used_mib=max_used_mib,
+        environment=dict(p.split("=", 1) for p in env_pairs),
+    )
+    planner = None if no_plan else flow.imgbuild_planner(opts, matrix)
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # the flow's teardown runs on the way out
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        with httpx.Client(trust_env=False) as http:
+            cert = flow.certify(opts, eng=engine.connect(), probe=default_probe(), matrix=matrix,
+                                http=http, store=CertStore(store_dir), planner=planner, progress=progress)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if as_json:
+        emit_json(cert)
+    else:
+        _print_certificate(cert)
+    if cert["verdict"] == flow.VERDICT_FAIL:
+        raise SystemExit(1)
+
+
+def _print_certificate(cert: dict) -> None:
+    click.echo(f"certificate {cert['id']}: {cert['verdict']}")
+    click.echo(f"image {cert['image']['ref']} (recipe {cert['image'].get('recipe_digest') or '?'})")
+    hw = cert.get("hardware") or {}
+    gpus_seen = ", ".join(f"{g['name']} {g['uuid']}" for g in hw.get("gpus") or [])
+    click.echo(f"hardware ({hw.get('source')}, attached={hw.get('attached')}): driver {hw.get('driver_version')}; {gpus_seen}")
+    if cert.get("failure"):
+        click.echo(f"failed at {cert['failure']['stage']}: {cert['failure']['reason']}")
+    diag = cert.get("diagnosis")
+    if diag:
+        click.echo(f"diagnosis: {diag['class']}" + (f" ({diag['phase']})" if diag.get("phase") else "")
+                   + f": {diag.get('cause')}")
+        for item in diag.get("advice") or []:
+            click.echo(f"  - {item}")
+    for gap in cert.get("attestation_gaps") or []:
+        click.echo(f"not attested: {gap}")
+    t = cert.get("timings") or {}
+    click.echo(f"timings: weights {t.get('weights_loaded_s')} s, ready {t.get('ready_s')} s, "
+               f"first generation {t.get('first_generation_s')} s")
+    click.echo(f"log: {cert.get('log_file')}")
+
+
+@cli.group()
+def certs() -> None:
+    """Certificates in the local store."""
+
+
+_store_option = click.option("--store", "store_dir", default=None, type=click.Path(file_okay=False),
+                             help="Certificate store (default: $XDG_DATA_HOME/imgbuild/certs).")
+
+
+@certs.command("list")
+@_store_option
+@options.json_output
+def certs_list(store_dir: str | None, as_json: bool) -> None:
+    """List the stored certificates, oldest first."""
+    from imgbuild.certstore import CertStore
+
+    rows = CertStore(store_dir).list()
+    if as_json:
+        emit_json([r.to_dict() for r in rows])
+        return
+    for r in rows:
+        click.echo(f"{r.id}  {r.verdict:<15} {r.target or '-':<24} {r.image}" + (f"  ({r.failure})" if r.failure else ""))
+
+
+@certs.command("show")
+@click.argument("cert_id")
+@_store_option
+@options.json_output
+def certs_show(cert_id: str, store_dir: str | None, as_json: bool) -> None:
+    """Show one certificate (an id or a unique prefix)."""
+    from imgbuild.certstore import CertStore
+
+    cert = CertStore(store_dir).load(cert_id)
+    if as_json:
+        emit_json(cert)
+    else:
+        _print_certificate(cert)
+
+
+# --- publish, verify (issue 6) ----------------------------------------------------
+
+_username_option = click.option("--username", "-u", default=None, metavar="USER",
+                                help="Registry user (with --password-stdin); default: the Docker config's credentials.")
+_password_stdin_option = click.option("--password-stdin", is_flag=True,
+                                      help="Read the registry password from stdin (never from the command line).")
+_ca_bundle_option = click.option("--ca-bundle", "registry_ca", default=None, type=click.Path(exists=True, dir_okay=False),
+                                 help="A CA file that signed the registry's TLS certificate.")
+
+
+def _registry_client(host: str, username: str | None, password_stdin: bool, registry_ca: str | None):  # noqa: ANN202
+    from imgbuild.errors import UsageError
+    from imgbuild.registry import Credentials, RegistryClient, docker_config_credentials
+
+    if password_stdin and not username:
+        raise UsageError("--password-stdin needs --username")
+    if username and not password_stdin:
+        raise UsageError("--username needs --password-stdin", hint="pipe the password: echo \"$PW\" | imgbuild ... --password-stdin")
+    if username:
+        # docker login --password-stdin strips the trailing newline the same way.
+        secret = click.get_text_stream("stdin").read().rstrip("\r\n")
+        if not secret:
+            raise UsageError("--password-stdin: stdin was empty")
+        credentials = Credentials(username, secret, source="--password-stdin")
+    else:
+        credentials = docker_config_credentials(host)
+    return RegistryClient(host, credentials=credentials, ca_bundle=registry_ca)
+
+
+@cli.command()
+@click.argument("source", metavar="IMAGE|TARGET")
+@click.option("--to", "destination", required=True, metavar="HOST[:PORT]/REPO", help="Where to publish.")
+@click.option("--allow-uncertified", is_flag=True,
+              help="Publish without a passing certificate; the registry then marks it uncertified.")
+@_username_option
+@_password_stdin_option
+@_ca_bundle_option
+@_store_option
+@options.matrix_file
+@options.json_output
+def publish(source: str, destination: str, allow_uncertified: bool, username: str | None, password_stdin: bool,
+            registry_ca: str | None, store_dir: str | None, matrix_path: str | None, as_json: bool) -> None:
+    """Push IMAGE (or TARGET's newest build) to a registry with its certificates attached.
+
+    Exit 0 published (or already there), 1 no passing certificate, 2 bad input,
+    3 no engine, registry unreachable or credentials refused.
+    """
+    from pathlib import Path
+
+    from imgbuild import engine as engine_mod
+    from imgbuild.publish import PublishOptions, load_certificates, publish_image
+    from imgbuild.registry import parse_reference
+    from imgbuild.render import targets_of
+
+    dest = parse_reference(destination, require_host=True)
+    try:
+        targets = tuple(targets_of(_load_matrix(matrix_path).raw))
+    except ImgbuildError:
+        targets = ()
+    opts = PublishOptions(source=source, destination=destination, allow_uncertified=allow_uncertified, targets=targets)
+    with _registry_client(dest.host, username, password_stdin, registry_ca) as registry:
+        result = publish_image(opts, engine=engine_mod.PushAdapter(engine_mod.connect()), registry=registry,
+                               certificates=load_certificates(Path(store_dir) if store_dir else None),
+                               progress=progress)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    click.echo(f"{'published' if result.changed else 'already published'}: {result.reference}"
+               + (" (UNCERTIFIED: --allow-uncertified)" if result.uncertified else ""))
+    for tag in result.tags:
+        click.echo(f"tag          {result.repository}:{tag}")
+    for cert in result.certificates:
+        click.echo(f"certificate  {cert['id']} ({cert['verdict']}, target {cert['target'] or '-'}) -> {cert['artifact']}")
+
+
+@cli.command()
+@click.argument("reference", metavar="REF")
+@click.option("--for", "target_name", default=None, metavar="TARGET",
+              help="Exit 1 unless a certificate bound to this image certifies this matrix target.")
+@_username_option
+@_password_stdin_option
+@_ca_bundle_option
+@options.matrix_file
+@options.json_output
+def verify(reference: str, target_name: str | None, username: str | None, password_stdin: bool,
+           registry_ca: str | None, matrix_path: str | None, as_json: bool) -> None:
+    """Read REF's certificates from its registry and check that each is bound to its digest.
+
+    Exit 0 certified (for --for TARGET when given), 1 not certified, 2 bad input, 3 registry unavailable.
+    """
+    from imgbuild.errors import NegativeVerdict
+    from imgbuild.publish import VerifyOptions, verify_image
+    from imgbuild.registry import parse_reference
+
+    want = _target_want(target_name, matrix_path) if target_name else None
+    ref = parse_reference(reference, require_host=True)
+    with _registry_client(ref.host, username, password_stdin, registry_ca) as registry:
+        result = verify_image(VerifyOptions(reference=reference, target=want), registry=registry)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        _print_verify(result)
+    if not result.certified:
+        what = f"for target {target_name}" if target_name else "by any bound, passing certificate"
+        raise NegativeVerdict(f"{result.repository}@{result.digest} is not certified {what}")
+
+
+def _target_want(name: str, matrix_path: str | None):  # noqa: ANN202 - TargetWant
+    from imgbuild.publish import TargetWant
+    from imgbuild.render import targets_of
+
+    matrix = _load_matrix(matrix_path)
+    target = targets_of(matrix.raw).get(name)
+    if target is None:
+        return TargetWant(name=name)
+    gpu, count, names = None, None, frozenset()
+    if target.gpus:
+        spec, count = matrix.resolve_gpu(target.gpus)
+        gpu, names = spec.name, frozenset((spec.name, *spec.smi_names, *spec.aliases))
+    return TargetWant(name=name, gpu_name=gpu, gpu_count=count, gpu_names_ok=names,
+                      launch_flags=tuple(target.launch_flags))
+
+
+def _print_verify(result) -> None:  # noqa: ANN001 - VerifyResult
+    click.echo(f"image        {result.repository}@{result.digest} ({result.media_type})")
+    if result.uncertified_marks:
+        click.echo("marked       UNCERTIFIED (published with --allow-uncertified)")
+    if not result.checks:
+        click.echo("certificates none attached")
+    for check in result.checks:
+        d = check.to_dict()
+        state = "BOUND" if check.bound else "REJECTED"
+        click.echo(f"certificate  {d['id'] or '?'}: {state}, verdict {d['verdict']}, target {d['target'] or '-'}"
+                   + ("" if check.matches_target is None else f", for {result.target}: {'yes' if check.matches_target else 'no'}"))
+        click.echo(f"  artifact   {check.artifact}")
+        cert = check.certificate or {}
+        hw = cert.get("hardware") or {}
+        click.echo(f"  gpus       {', '.join(d['gpus']) or '-'}; driver {d['driver'] or '?'} "
+                   f"(CUDA {hw.get('cuda_driver_version') or '?'})")
+        click.echo(f"  flags      {' '.join(d['flags']) or '-'}")
+        for gap in cert.get("attestation_gaps") or []:
+            click.echo(f"  not attested: {gap}")
+        for problem in check.problems:
+            click.echo(f"  problem    {problem}")
+    click.echo(f"verdict      {'CERTIFIED' if result.certified else 'NOT CERTIFIED'}"
+               + (f" for {result.target}" if result.target else ""))
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
