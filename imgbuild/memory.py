@@ -342,6 +342,7 @@ class WeightSplit:
     vision_total_params: int
     model_total_params: int  # everything in the checkpoint as computed from shapes
     unexplained_params: int  # checkpoint total_parameters less the computed total
+    target_linear_per_gpu_params: float = 0.0  # the projections an FP8 checkpoint stores in 8 bits
 
     def per_gpu_bytes(self, geom: ModelGeometry, params_per_gpu: float) -> float:
         """Bytes for a per-GPU parameter count: dtype bytes, or the checkpoint's real bytes when quantized."""
@@ -438,7 +439,9 @@ def _vision_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
     return replicated + sharded / tp, replicated + sharded
 
 
-def split_weights(g: ModelGeometry, *, tp: int, pp: int = 1, vision_tp: int | None = None) -> WeightSplit:
+def split_weights(
+    g: ModelGeometry, *, tp: int, pp: int = 1, vision_tp: int | None = None, attn_tp: int | None = None
+) -> WeightSplit:
     """Parameters per GPU for the target model, its MTP layers and its vision tower.
 
     The target skips the checkpoint's MTP/NextN tensors (models/qwen3_5.py
@@ -450,8 +453,9 @@ def split_weights(g: ModelGeometry, *, tp: int, pp: int = 1, vision_tp: int | No
     embed_total = g.vocab_size * h * (1 if g.tie_word_embeddings else 2)
     embed_gpu = vocab_gpu * h * (1 if g.tie_word_embeddings else 2)
 
-    attn_gpu, attn_total = _attention_params(g, tp)
-    gdn_gpu, gdn_total = _gdn_params(g, tp) if g.hybrid else (0.0, 0)
+    # with --enable-dp-attention the attention layers run at attention-TP (tp / dp): replicated wider
+    attn_gpu, attn_total = _attention_params(g, attn_tp or tp)
+    gdn_gpu, gdn_total = _gdn_params(g, attn_tp or tp) if g.hybrid else (0.0, 0)
     dense_gpu, dense_total = _mlp_params(g, tp, moe=False)
     moe_gpu, moe_total = _mlp_params(g, tp, moe=True) if g.num_experts else (0.0, 0)
     norms = 2 * h
@@ -467,6 +471,7 @@ def split_weights(g: ModelGeometry, *, tp: int, pp: int = 1, vision_tp: int | No
     # pipeline stages split the layers; embeddings sit on the first, the head on the last:
     # the first stage is the largest, which is what must fit.
     layers_gpu /= pp
+    linear_gpu = layers_gpu - g.num_layers * norms / pp
     target_gpu = layers_gpu + embed_gpu + h
     target_total = layers_total + embed_total + h
 
@@ -507,6 +512,7 @@ def split_weights(g: ModelGeometry, *, tp: int, pp: int = 1, vision_tp: int | No
         vision_total_params=int(vis_total),
         model_total_params=int(target_total + mtp_total + vis_total),
         unexplained_params=unexplained,
+        target_linear_per_gpu_params=linear_gpu,
     )
 
 
@@ -517,9 +523,17 @@ def weights_per_gpu_bytes(g: ModelGeometry, split: WeightSplit, *, tp: int) -> f
     a percent for the models modelled) is spread over the GPUs as if sharded.
     """
     params = split.target_per_gpu_params + split.vision_per_gpu_params
-    if split.unexplained_params > 0:
+    if split.unexplained_params > 0 and not g.quantization:
         params += split.unexplained_params / tp
+    if g.quantization in FP8_METHODS and not g.checkpoint_bytes:
+        # block-FP8 checkpoints (Qwen, DeepSeek): projections in 1 byte plus one float32 scale per
+        # 128x128 block; embeddings, lm_head, norms and the vision tower stay bf16
+        linear = split.target_linear_per_gpu_params
+        return linear * (1 + 4 / (128 * 128)) + (params - linear) * 2
     return split.per_gpu_bytes(g, params)
+
+
+FP8_METHODS = frozenset({"fp8", "w8a8_fp8", "fbgemm_fp8", "modelopt_fp8", "compressed-tensors"})
 
 
 # ----------------------------------------------------------------------------- KV and state
@@ -686,6 +700,7 @@ class MemoryPlan:
     mamba_slots: int
     mamba_conv_gib: float
     mamba_ssm_gib: float
+    intermediate_ssm_gib: float
     kv_tokens: int
     k_size_gib: float
     v_size_gib: float
@@ -875,7 +890,7 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
         strategy = strategy if g.hybrid else None
 
     # ---- weights
-    split = split_weights(g, tp=tp, pp=pp, vision_tp=1 if inp.mm_enable_dp_encoder else tp)
+    split = split_weights(g, tp=tp, pp=pp, vision_tp=1 if inp.mm_enable_dp_encoder else tp, attn_tp=attn_tp)
     weights_gib = weights_per_gpu_bytes(g, split, tp=tp) / GIB
     draft_weights_gib = 0.0
     draft_transient_gib = 0.0
@@ -894,6 +909,12 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
     f0 = inp.free_before_load_gib
     avail_after = f0 - weights_gib
     slack = f0 * (1 - mfs)
+    if avail_after <= 0 and refusal is None:
+        # the weights alone do not fit: loading stops with a CUDA OOM before any pool is sized
+        failure = (
+            f"torch.OutOfMemoryError: CUDA out of memory while loading weights "
+            f"({weights_gib:.2f} GiB per GPU, {f0:.2f} GiB free before loading)"
+        )
 
     # ---- rest for pools (model_runner_kv_cache_mixin.py _profile_available_bytes)
     rest = avail_after - slack
@@ -1014,6 +1035,11 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
         v_size = (max(tokens, 0) + page_size) * heads * g.v_head_dim * kv_layers * kv_bytes / GIB
     conv_gib = (slots + 1) * state.conv_bytes / GIB if state else 0.0
     ssm_gib = (slots + 1) * state.ssm_bytes / GIB if state else 0.0
+    # mem_cache/memory_pool.py MambaPool: intermediate_ssm_state_cache has
+    # (spec_state_size + 1) x draft_tokens rows, spec_state_size = the resolved max_running_requests
+    intermediate_ssm_gib = (
+        (max(mrr, 0) + 1) * (draft_tokens or 0) * state.ssm_bytes / GIB if state and algo is not None else 0.0
+    )
 
     # ---- the draft's own pools: one KV layer per MTP layer, the target's token count
     draft_kv_gib = 0.0
@@ -1085,6 +1111,7 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
         mamba_slots=slots,
         mamba_conv_gib=conv_gib,
         mamba_ssm_gib=ssm_gib,
+        intermediate_ssm_gib=intermediate_ssm_gib,
         kv_tokens=tokens,
         k_size_gib=k_size,
         v_size_gib=v_size,

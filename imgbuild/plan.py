@@ -428,8 +428,13 @@ def suggest_changes(base: MemoryInputs, plan: MemoryPlan, gpus: GpuView, *, limi
                     if any(consider(flags + mf, [desc, md], COST_MORE_GPUS + move.cost, mi, gpu_arg) for mf, md, mi in move.options(inp)):
                         break
     ranked = sorted(found.values(), key=lambda s: (s.cost, len(s.flags), -s.kv_tokens))
-    if ranked:
-        return tuple(ranked[:limit])
+    # a change that already fits makes every superset of it a worse offer
+    kept: list[Suggestion] = []
+    for s in ranked:
+        if not any(set(k.flags) < set(s.flags) and k.gpu == s.gpu for k in kept):
+            kept.append(s)
+    if kept:
+        return tuple(kept[:limit])
     misses = sorted(best_misses, key=lambda s: (-s.kv_tokens, s.cost))
     return tuple(misses[:3])
 
