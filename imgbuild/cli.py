@@ -605,6 +605,350 @@ def _print_verify(result) -> None:  # noqa: ANN001 - VerifyResult
                + (f" for {result.target}" if result.target else ""))
 
 
+# --- render, build, lock, verify-repro, bases (issue 4) ----------------------------
+
+_ca_bundle_opt = click.option(
+    "--ca-bundle",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Extra CA certificates (PEM) for a TLS-intercepting proxy; used while building only.",
+)
+_pip_index_opt = click.option("--pip-index-url", default=None, metavar="URL", help="Install from this index instead of PyPI.")
+_base_opt = click.option(
+    "--base", "base_ref", default=None, metavar="REF@sha256:...", help="Use this base image (pinned by digest)."
+)
+
+
+def _target_options(func):  # noqa: ANN001, ANN202 - a click decorator stack
+    """A target given on the command line instead of a name from matrix.yaml."""
+    for decorator in reversed(
+        [
+            click.option("--engine", "cl_engine", default=None, metavar="V", help="SGLang version (a target from the command line)."),
+            click.option("--cuda", "cl_cuda", default=None, metavar="X.Y", help="CUDA of the base, e.g. 13.0."),
+            click.option("--base-name", "cl_base_name", default=None, metavar="NAME", help="A base from matrix.yaml bases: (default: the newest -devel for --cuda)."),
+            click.option("--python", "cl_python", default=None, metavar="X.Y", help="Python of the image (default: the base's)."),
+            click.option("--model", "cl_model", default=None, metavar="ID", help="The model the image serves by default."),
+            click.option("--gpus", "cl_gpus", default=None, metavar="NAME[xN]", help="GPUs the image is meant for (recorded)."),
+            click.option("--flags", "cl_flags", default=None, metavar="'FLAGS'", help="Launch flags (CMD), one quoted string."),
+        ]
+    ):
+        func = decorator(func)
+    return func
+
+
+def _resolve_build_target(
+    matrix_path: str | None, target_name: str | None, base_ref: str | None, cl: dict[str, Any]
+):  # noqa: ANN202 - (Matrix, RecipeInputs)
+    import shlex
+
+    from imgbuild import recipe, render
+
+    matrix = _load_matrix(matrix_path)
+    bases = render.bases_of(matrix.raw)
+    if target_name and cl.get("cl_engine"):
+        raise click.UsageError("give a TARGET name or --engine, not both")
+    if target_name:
+        target = render.find_target(matrix.raw, target_name)
+    elif cl.get("cl_engine"):
+        cuda = cl.get("cl_cuda") or matrix.engine(cl["cl_engine"]).cuda
+        base_name = cl.get("cl_base_name")
+        if not base_name and not base_ref:
+            devel = sorted(
+                (b for b in bases.values() if b.tag and cuda and b.tag.startswith(f"{cuda}.") and "-devel-" in b.tag),
+                key=lambda b: b.tag or "",
+            )
+            if not devel:
+                raise click.UsageError(f"no -devel base for CUDA {cuda} in matrix.yaml bases: (give --base-name or --base)")
+            base_name = devel[-1].name
+        base = base_ref or base_name
+        python = cl.get("cl_python") or (bases[base_name].python if base_name in bases else None) or "3.12"
+        target = render.target_from_options(
+            name=None,
+            engine=cl["cl_engine"],
+            base=base,
+            python=python,
+            cuda=cuda,
+            torch=None,
+            glibc=None,
+            model=cl.get("cl_model"),
+            gpus=cl.get("cl_gpus"),
+            launch_flags=tuple(shlex.split(cl.get("cl_flags") or "")),
+        )
+    else:
+        raise click.UsageError("give a TARGET from matrix.yaml targets: or a target with --engine V [--cuda X.Y]")
+    target = recipe.with_base_override(target, base_ref)
+    try:
+        engine_spec = matrix.engine(target.engine) if target.kind == "sglang" else None
+    except ImgbuildError:
+        engine_spec = None
+    if target.kind == "sglang" and engine_spec is None:
+        matrix.engine(target.engine)  # raises the matrix's own "not in the matrix" error
+    inputs = render.resolve_inputs(target, bases=bases, engine=engine_spec, locks_dir=matrix.path.parent / "locks")
+    return matrix, inputs
+
+
+def _build_progress():  # noqa: ANN202 - a callback for engine.BuildEvent
+    """Live build progress on stderr: plain lines, or one updating line on a terminal."""
+    tty = sys.stderr.isatty()
+    state = {"open": False}
+
+    def show(event: Any) -> None:
+        stamp = f"[{event.elapsed_s:7.1f}s]"
+        if event.kind == "output" and tty:
+            width = 120
+            click.echo(f"\r\x1b[K{stamp}   | {event.text[: width - 16]}", err=True, nl=False)
+            state["open"] = True
+            return
+        if state["open"]:
+            click.echo("", err=True)
+            state["open"] = False
+        if event.kind == "step":
+            click.echo(f"{stamp} step {event.step}/{event.total}: {event.text[:160]}", err=True)
+        elif event.kind == "layer":
+            click.echo(f"{stamp}   layer {event.layer}", err=True)
+        elif event.kind == "pull":
+            click.echo(f"{stamp}   pull {event.text}", err=True)
+        else:
+            click.echo(f"{stamp}   | {event.text}", err=True)
+
+    return show
+
+
+@cli.command()
+@click.argument("target_name", required=False, metavar="[TARGET]")
+@click.option("-o", "--output", "out_dir", default=None, type=click.Path(file_okay=False), help="Directory for the build context (default: build/render/TARGET).")
+@_base_opt
+@_target_options
+@options.matrix_file
+@options.json_output
+def render(target_name: str | None, out_dir: str | None, base_ref: str | None, matrix_path: str | None, as_json: bool, **cl: Any) -> None:
+    """Write TARGET's Dockerfile, lock and build context; the same inputs give the same bytes."""
+    from pathlib import Path
+
+    from imgbuild.render import render_context, write_context
+
+    _, inputs = _resolve_build_target(matrix_path, target_name, base_ref, cl)
+    rendered = render_context(inputs)
+    out = Path(out_dir or Path("build") / "render" / rendered.target.name)
+    written = write_context(rendered, out)
+    result = {
+        "target": rendered.target.name,
+        "recipe_digest": rendered.recipe_digest,
+        "tag": rendered.tag,
+        "base": rendered.base_ref,
+        "directory": str(out),
+        "files": [p.name for p in written],
+    }
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(f"{rendered.target.name}: recipe {rendered.recipe_digest}")
+        click.echo(f"  tag   {rendered.tag}\n  base  {rendered.base_ref}\n  wrote {out}/{{{','.join(result['files'])}}}")
+
+
+@cli.command()
+@click.argument("target_name", required=False, metavar="[TARGET]")
+@_base_opt
+@_ca_bundle_opt
+@_pip_index_opt
+@click.option("--force", is_flag=True, help="Build even if an image with the same recipe digest exists.")
+@click.option("--repository", default=None, metavar="REPO", help="Image repository (default: imgbuild/sglang, or $IMGBUILD_REGISTRY/imgbuild/sglang; with a registry host the image is pushed).")
+@click.option("--record", "record_path", default=None, type=click.Path(dir_okay=False), help="Write the build record JSON here (default: ~/.cache/imgbuild/builds/TAG.json).")
+@_target_options
+@options.matrix_file
+@options.json_output
+def build(
+    target_name: str | None,
+    base_ref: str | None,
+    ca_bundle: str | None,
+    pip_index_url: str | None,
+    force: bool,
+    repository: str | None,
+    record_path: str | None,
+    matrix_path: str | None,
+    as_json: bool,
+    **cl: Any,
+) -> None:
+    """Build TARGET's image through the Docker engine (skipped when its recipe digest exists)."""
+    import os
+    from pathlib import Path
+
+    from imgbuild import engine as engine_mod
+    from imgbuild.build import DEFAULT_REPOSITORY, BuildOptions, build_image
+    from imgbuild.render import render_context
+
+    _, inputs = _resolve_build_target(matrix_path, target_name, base_ref, cl)
+    rendered = render_context(inputs)
+    registry = os.environ.get("IMGBUILD_REGISTRY")
+    repo = repository or (f"{registry}/{DEFAULT_REPOSITORY}" if registry else DEFAULT_REPOSITORY)
+    progress(f"building {repo}:{rendered.tag} (recipe {rendered.recipe_digest})")
+    record = build_image(
+        engine_mod.connect(),
+        BuildOptions(
+            rendered=rendered,
+            repository=repo,
+            ca_bundle=Path(ca_bundle) if ca_bundle else None,
+            pip_index_url=pip_index_url,
+            force=force,
+            record_path=Path(record_path) if record_path else None,
+            on_progress=_build_progress(),
+        ),
+    )
+    if as_json:
+        emit_json(record.to_dict())
+    else:
+        verb = "skipped" if record.skipped else "built"
+        click.echo(f"{verb} {record.image} in {record.duration_s:.1f} s ({record.reason})")
+        click.echo(f"  id      {record.image_id}")
+        if record.repo_digest:
+            click.echo(f"  digest  {record.repo_digest}")
+        click.echo(f"  record  {record.record_path}")
+
+
+@cli.command()
+@click.argument("engine_version", required=False, metavar="[ENGINE]")
+@click.option("--target", "target_name", default=None, metavar="NAME", help="Lock a target's packages instead (test targets: --no-deps).")
+@click.option("--arch", "arches", multiple=True, type=click.Choice(["x86_64", "aarch64"]), help="Repeat for each (default: both).")
+@click.option("--python", "python", default="3.12", show_default=True, metavar="X.Y", help="The image's Python.")
+@click.option("--index-url", default=None, metavar="URL", help="Resolve against this index instead of PyPI.")
+@_ca_bundle_opt
+@options.matrix_file
+@options.json_output
+def lock(
+    engine_version: str | None,
+    target_name: str | None,
+    arches: tuple[str, ...],
+    python: str,
+    index_url: str | None,
+    ca_bundle: str | None,
+    matrix_path: str | None,
+    as_json: bool,
+) -> None:
+    """Hash-pin ENGINE's whole dependency set for Linux x86_64 and aarch64 into locks/."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from imgbuild import lock as lock_mod
+    from imgbuild import render
+
+    matrix = _load_matrix(matrix_path)
+    locks_dir = matrix.path.parent / "locks"
+    ca = Path(ca_bundle) if ca_bundle else None
+    jobs = []
+    if target_name:
+        target = render.find_target(matrix.raw, target_name)
+        jobs.append(lock_mod.target_lock_options(target, locks_dir=locks_dir, index_url=index_url, ca_bundle=ca))
+    elif engine_version:
+        spec = matrix.engine(engine_version)
+        from packaging.specifiers import SpecifierSet
+
+        if spec.requires_python and python not in SpecifierSet(spec.requires_python):
+            raise click.UsageError(f"SGLang {spec.version} needs Python {spec.requires_python}, not {python}")
+        for arch in arches or lock_mod.ARCHES:
+            jobs.append(
+                lock_mod.engine_lock_options(spec.version, python=python, arch=arch, locks_dir=locks_dir, index_url=index_url, ca_bundle=ca)
+            )
+    else:
+        raise click.UsageError("give an ENGINE version (e.g. 0.5.11) or --target NAME")
+    results = []
+    for job in jobs:
+        progress(f"resolving {' '.join(job.requirements)} for {job.arch}, Python {job.python} ...")
+        results.append(lock_mod.lock_requirements(replace(job)))
+    if as_json:
+        emit_json([{"path": str(r.path), "packages": r.packages, "hashes": r.hashes, "uv": r.uv_version} for r in results])
+    else:
+        for r in results:
+            click.echo(f"{r.path}: {r.packages} packages, {r.hashes} hashes ({r.uv_version})")
+
+
+@cli.command("verify-repro")
+@click.argument("image")
+@_ca_bundle_opt
+@_pip_index_opt
+@click.option("--keep", is_flag=True, help="Keep the rebuilt image (untagged) instead of removing it.")
+@options.matrix_file
+@options.json_output
+def verify_repro_cmd(image: str, ca_bundle: str | None, pip_index_url: str | None, keep: bool, matrix_path: str | None, as_json: bool) -> None:
+    """Rebuild IMAGE without cache and compare its environment: identical, or the differences (exit 1)."""
+    from pathlib import Path
+
+    from imgbuild import engine as engine_mod
+    from imgbuild.errors import NegativeVerdict
+    from imgbuild.render import bases_of
+    from imgbuild.repro import ReproOptions, verify_repro
+
+    matrix = _load_matrix(matrix_path)
+
+    def engine_spec(version: str):  # noqa: ANN202
+        try:
+            return matrix.engine(version)
+        except ImgbuildError:
+            return None
+
+    report = verify_repro(
+        engine_mod.connect(),
+        ReproOptions(
+            image=image,
+            bases=bases_of(matrix.raw),
+            engine_spec=engine_spec,
+            locks_dir=matrix.path.parent / "locks",
+            ca_bundle=Path(ca_bundle) if ca_bundle else None,
+            pip_index_url=pip_index_url,
+            keep_rebuild=keep,
+            on_progress=_build_progress(),
+        ),
+    )
+    if as_json:
+        emit_json(report.to_dict())
+    elif report.identical:
+        click.echo(f"identical: {image} and its rebuild ({report.packages_compared} packages, {report.files_compared} files)")
+    else:
+        click.echo(f"different: {image} and its rebuild ({len(report.differences)} differences)")
+        for line in report.differences:
+            click.echo(f"  {line}")
+    if not report.identical:
+        raise NegativeVerdict(f"{image}: the rebuild differs in {len(report.differences)} places")
+
+
+@cli.group()
+def bases() -> None:
+    """Base images of matrix.yaml bases:."""
+
+
+@bases.command("refresh")
+@click.option("--timeout", "timeout_s", default=20.0, show_default=True, help="Seconds per registry request.")
+@options.matrix_file
+@options.json_output
+def bases_refresh(timeout_s: float, matrix_path: str | None, as_json: bool) -> None:
+    """Re-read each base's digests from its registry and record them in matrix.yaml."""
+    import httpx
+
+    from imgbuild.baseimages import fetch_digests
+    from imgbuild.recipe import update_base_digests
+    from imgbuild.render import bases_of
+
+    matrix = _load_matrix(matrix_path)
+    text = matrix.path.read_text(encoding="utf-8")
+    changes = []
+    with httpx.Client(timeout=timeout_s, follow_redirects=True) as client:
+        for base in bases_of(matrix.raw).values():
+            if not base.tag or base.image.startswith("127.0.0.1"):
+                continue  # made per machine (scripts/services): nothing to refresh
+            progress(f"reading {base.image}:{base.tag} ...")
+            digest, platforms = fetch_digests(client, base.image, base.tag)
+            changes.append({"base": base.name, "old": base.digest, "digest": digest, "platforms": platforms})
+            text = update_base_digests(text, base.name, digest, platforms)
+    tmp = matrix.path.with_name(matrix.path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(matrix.path)
+    if as_json:
+        emit_json(changes)
+    else:
+        for c in changes:
+            same = "unchanged" if c["old"] == c["digest"] else f"was {c['old']}"
+            click.echo(f"{c['base']}: {c['digest']} ({same}); {len(c['platforms'])} platforms")
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args

@@ -211,3 +211,37 @@ def _sha256(text: str) -> str:
 
 def image_tag(target: TargetSpec, recipe_digest: str) -> str:
     return f"{target.name}-{recipe_digest.split(':', 1)[1][:12]}"
+
+
+def update_base_digests(text: str, name: str, digest: str, platforms: dict[str, str]) -> str:
+    """matrix.yaml's text with one base's digest and platform digests replaced.
+
+    A line edit (not a YAML round trip) so every comment and all other sections
+    stay as they are.
+    """
+    lines = text.splitlines(keepends=True)
+    try:
+        start = next(i for i, ln in enumerate(lines) if ln.rstrip() == f"  - name: {name}")
+    except StopIteration:
+        raise UsageError(f"base {name!r} is not in matrix.yaml bases:") from None
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i].startswith("  - ") or not lines[i].startswith(" ")),
+        len(lines),
+    )
+    item = lines[start:end]
+    out: list[str] = []
+    i = 0
+    while i < len(item):
+        line = item[i]
+        if line.startswith("    digest:"):
+            out.append(f'    digest: "{digest}"\n')
+        elif line.startswith("    platforms:"):
+            out.append("    platforms:\n" if platforms else "    platforms: {}\n")
+            for plat in sorted(platforms):
+                out.append(f'      {plat}: "{platforms[plat]}"\n')
+            while i + 1 < len(item) and item[i + 1].startswith("      "):
+                i += 1
+        else:
+            out.append(line)
+        i += 1
+    return "".join(lines[:start] + out + lines[end:])

@@ -90,6 +90,11 @@ def resolve_inputs(
         known = ", ".join(sorted(bases)) or "none"
         raise UsageError(f"target {target.name}: unknown base {target.base!r}", hint=f"bases in matrix.yaml: {known}")
     if engine is not None:  # fill what the matrix knows about the engine
+        if target.cuda and engine.cuda and target.cuda.split(".")[0] != engine.cuda.split(".")[0]:
+            raise UsageError(
+                f"target {target.name}: CUDA {target.cuda} but SGLang {target.engine}'s torch {engine.torch} is built for CUDA {engine.cuda}",
+                hint=f"use a CUDA {engine.cuda.split('.')[0]}.x base",
+            )
         target = replace(target, cuda=target.cuda or engine.cuda, torch=target.torch or engine.torch)
     need = target.glibc or (engine.glibc if engine else None) or LOCK_GLIBC
     if base_glibc and not glibc_satisfies(base_glibc, need):
