@@ -8,6 +8,7 @@ or an image's files) and the host (NVML, or a named target via --gpu).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -181,7 +182,7 @@ def model_blockers(model: ModelInfo, version: str, architectures: frozenset[str]
             reasons.append(f"feature {feature.name} ({feature.description}) needs SGLang >= {feature.min_sglang}")
     for issue in matrix.known_issues:
         if _issue_matches(issue, model) and Version(issue.min_sglang) > here:
-            reasons.append(f"needs SGLang >= {issue.min_sglang}: {issue.reason} [{issue.id}; source: {issue.source}]")
+            reasons.append(f"needs SGLang >= {issue.min_sglang}: {issue.reason} [known issue {issue.id}: {_first_url(issue.source)}]")
     return reasons
 
 
@@ -195,6 +196,11 @@ def _issue_matches(issue: Any, model: ModelInfo) -> bool:
     if issue.features:
         checks.append(set(issue.features) <= set(model.features))
     return bool(checks) and all(checks)
+
+
+def _first_url(source: str) -> str:
+    match = re.search(r"https?://\S+?(?=[\s,;)]|$)", source)
+    return match.group(0) if match else source
 
 
 def _min_driver(engine: EngineSpec | None, matrix: Matrix) -> str | None:

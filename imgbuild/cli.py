@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from imgbuild import __version__, options
-from imgbuild.errors import ImgbuildError
+from imgbuild.errors import ImgbuildError, NegativeVerdict
 
 
 def emit_json(obj: Any) -> None:
@@ -209,9 +209,9 @@ def matrix_show(engine_version: str | None, matrix_path: str | None, as_json: bo
     for c in m.cuda:
         click.echo(f"{c.version:<6}{c.min_driver:<12}{' '.join(c.sm)}")
     click.echo("")
-    click.echo(f"{'gpu':<28}{'sm':<6}{'MiB':>8}  aliases")
+    click.echo(f"{'gpu':<36}{'sm':<6}{'MiB':>8}  aliases")
     for g in m.gpus:
-        click.echo(f"{g.name:<28}{g.compute_capability:<6}{g.memory_mib:>8}  {', '.join(g.aliases)}")
+        click.echo(f"{g.name:<36}{g.compute_capability:<6}{g.memory_mib:>8}  {', '.join(g.aliases)}")
 
 
 @matrix.command("validate")
@@ -954,6 +954,9 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args
     try:
         code = cli.main(args=args, prog_name="imgbuild", standalone_mode=False)
+    except NegativeVerdict as exc:  # the answer is no: the result was already printed
+        click.echo(f"imgbuild: {exc.one_line()}", err=True)
+        sys.exit(exc.exit_code)
     except ImgbuildError as exc:
         if debug:
             raise

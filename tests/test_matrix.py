@@ -109,7 +109,7 @@ def test_shipped_matrix_is_valid_and_covers_the_seed() -> None:
     spec, n = m.resolve_gpu("RTX A6000x2")
     assert (spec.memory_mib, spec.compute_capability, n) == (49140, "8.6", 2)
     for gpu in ["A10", "A100 40GB", "A100 80GB", "L4", "L40S", "RTX 4090", "RTX 5090", "H100 PCIe", "H100 SXM",
-                "H200", "B200", "GB10", "RTX PRO 6000 Blackwell"]:
+                "H200", "B200", "GB10", "RTX PRO 6000 Blackwell Workstation", "rtx-pro-6000"]:
         m.resolve_gpu(gpu)
     versions = [e.version for e in m.engines]
     assert versions[0] == "0.4.0"
