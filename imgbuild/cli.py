@@ -379,6 +379,7 @@ def certify(image: str, target_name: str | None, gpus_text: str | None, model_di
     planner = None if no_plan else flow.imgbuild_planner(opts, matrix)
 
     def on_sigterm(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the teardown short
         raise KeyboardInterrupt  # the flow's teardown runs on the way out
 
     previous = signal.signal(signal.SIGTERM, on_sigterm)
@@ -477,7 +478,7 @@ def _registry_client(host: str, username: str | None, password_stdin: bool, regi
         raise UsageError("--username needs --password-stdin", hint="pipe the password: echo \"$PW\" | imgbuild ... --password-stdin")
     if username:
         # docker login --password-stdin strips the trailing newline the same way.
-        secret = click.get_text_stream("stdin").read().rstrip("\r\n")
+        secret = sys.stdin.readline().rstrip("\r\n")
         if not secret:
             raise UsageError("--password-stdin: stdin was empty")
         credentials = Credentials(username, secret, source="--password-stdin")

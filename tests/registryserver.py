@@ -12,6 +12,7 @@ import hashlib
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import time
 from pathlib import Path
@@ -107,7 +108,8 @@ class RegistryServer:
             if self.process.poll() is not None:
                 raise RuntimeError(f"docker-registry exited: {self.log.read_text()[-2000:]}")
             try:
-                httpx.get(url, verify=str(self.ca) if self.ca else False, timeout=1.0)
+                verify = ssl.create_default_context(cafile=str(self.ca)) if self.ca else False
+                httpx.get(url, verify=verify, timeout=1.0)
                 return self
             except httpx.HTTPError:
                 time.sleep(0.1)
