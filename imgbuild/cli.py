@@ -950,6 +950,70 @@ def bases_refresh(timeout_s: float, matrix_path: str | None, as_json: bool) -> N
             click.echo(f"{c['base']}: {c['digest']} ({same}); {len(c['platforms'])} platforms")
 
 
+# --- plan (issue 3) -------------------------------------------------------------------
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="MODEL [-- FLAGS...]")
+@options.gpu_target
+@options.sglang_version
+@click.option("--command", "command", default=None, metavar="'CMD'", help="A whole launch command: 'python -m sglang.launch_server --model-path M ...'.")
+@click.option("--command-file", "command_file", default=None, type=click.Path(dir_okay=False, exists=True), help="Read the launch command from a file (a script line).")
+@click.option("--no-suggest", is_flag=True, help="Skip the search for changes that fit.")
+@options.matrix_file
+@options.json_output
+def plan(
+    args: tuple[str, ...],
+    gpu: str | None,
+    sglang: str | None,
+    command: str | None,
+    command_file: str | None,
+    no_suggest: bool,
+    matrix_path: str | None,
+    as_json: bool,
+) -> None:
+    """Will these launch flags fit, by SGLang's own memory accounting, before anything loads?
+
+    imgbuild plan MODEL [--gpu NAME[xN]] [--sglang V] -- --tp 2 --mem-fraction-static 0.85 ...
+
+    Exit 0 fits, 1 does not fit or SGLang refuses the flags, 2 bad input, 3 no GPUs to read.
+    """
+    from pathlib import Path
+
+    from imgbuild.errors import NegativeVerdict, UsageError
+    from imgbuild.plan import PlanOptions, plan_launch, plan_lines
+
+    if command and command_file:
+        raise UsageError("give --command or --command-file, not both")
+    if command_file:
+        command = Path(command_file).read_text(encoding="utf-8")
+    words = list(args)
+    model = words.pop(0) if words and not words[0].startswith("-") else None
+    if words and words[0] == "--":
+        words.pop(0)
+    matrix = _load_matrix(matrix_path)
+    probe = None
+    if not gpu:
+        from imgbuild.gpus import default_probe
+
+        probe = default_probe()
+    from imgbuild.hub import hub_for
+    from imgbuild.launchflags import split_command
+
+    source = model or (split_command(command).model_path if command else None)
+    hub = hub_for(source) if source else None
+    opts = PlanOptions(model=model, flags=tuple(words), command=command, gpu=gpu, sglang=sglang, suggest=not no_suggest)
+    result = plan_launch(opts, matrix=matrix, probe=probe, hub=hub)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        for line in plan_lines(result):
+            click.echo(line)
+    if not result.fits:
+        first = result.problems[0] if result.problems else result.verdict
+        raise NegativeVerdict(f"{result.verdict}: {first}")
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args

@@ -53,6 +53,10 @@ class Rules:
     mm_reservation_mib: int
     verified: bool  # this exact version's wheel was read
 
+    @property
+    def era_label(self) -> str:
+        return {"0.5.9": "<= 0.5.9", "0.5.10": "0.5.10-0.5.13", "0.5.14": ">= 0.5.14"}[self.era]
+
 
 def _vkey(version: str) -> tuple[int, ...]:
     parts: list[int] = []
@@ -640,6 +644,12 @@ def vlm_mfs_factor(v: VisionGeometry | None) -> float:
 
 # ----------------------------------------------------------------------------- the plan
 
+# SGLang's "Load weight end ... mem usage" is free memory before less free memory after loading
+# (model_runner.py load_model), so it also holds what the first kernels bring in (lazily loaded
+# CUDA modules, cuBLAS workspaces, rotary caches). The mean residual of the parameter bytes
+# against the logged figure over the cases in tests/data/logs (+0.09 .. +0.29 GiB).
+LOAD_OVERHEAD_GIB = 0.18
+
 
 @dataclass(frozen=True)
 class MemoryInputs:
@@ -891,7 +901,7 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
 
     # ---- weights
     split = split_weights(g, tp=tp, pp=pp, vision_tp=1 if inp.mm_enable_dp_encoder else tp, attn_tp=attn_tp)
-    weights_gib = weights_per_gpu_bytes(g, split, tp=tp) / GIB
+    weights_gib = weights_per_gpu_bytes(g, split, tp=tp) / GIB + LOAD_OVERHEAD_GIB
     draft_weights_gib = 0.0
     draft_transient_gib = 0.0
     if algo is not None and algo != "NGRAM":
@@ -1071,6 +1081,9 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
         + k_size + v_size + conv_gib + ssm_gib + spec_intermediate
     )
 
+    if refusal is not None:
+        # SGLang stops at argument parsing: nothing after it happens
+        failure = None
     if failure is None and refusal is None:
         if runtime_need > slack:
             problems.append(
@@ -1084,10 +1097,13 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
                 f"these flags leave {slack:.2f} GiB"
             )
         if tokens > 0 and context > tokens:
-            problems.append(
+            text = (
                 f"the KV pool holds {tokens} tokens, fewer than the context length {context}: "
                 "one full-length request cannot fit"
             )
+            # asked for with --context-length: the launch does not do what was asked. Derived from
+            # the config: SGLang starts and caps a request's input at the pool (scheduler.py)
+            (problems if inp.context_length else notes).append(text)
     if g.quantization and not g.checkpoint_bytes:
         notes.append(f"quantized checkpoint ({g.quantization}) without an index total_size: weights estimated at {g.dtype_bytes} bytes/param")
 
@@ -1138,17 +1154,23 @@ def with_inputs(inp: MemoryInputs, **changes: Any) -> MemoryInputs:
 
 # ----------------------------------------------------------------------------- F0 for a GPU you are not on
 
-# CUDA context plus NCCL and custom all-reduce buffers, GiB, before weights load:
-# memory.total less SGLang's "Load weight begin. avail mem" in public logs
-# (tests/data/logs/*; see tests/test_memory.py for the cases and their threads).
-CUDA_CONTEXT_GIB = 0.55
-NCCL_GIB_PER_TP_DOUBLING = 0.45
+# CUDA context plus NCCL and custom all-reduce buffers, GiB, before weights load: memory.total
+# less SGLang's first "Load weight begin. avail mem" (the F0 it measures), in public logs:
+#   TP1 H100 80GB  79.65 - 78.81 = 0.84  (Llama-3.1-8B, Jan 2025)
+#   TP1 H100 80GB  79.65 - 78.48 = 1.17  (0.5.18; includes the launcher's own ~0.6 GiB context on GPU 0;
+#                                         tests/data/logs/qwen3.8-27b-fp8.h100-tp1.otel.txt)
+#   TP4 L4         22.49 - 21.63 = 0.86  (0.4.3, custom all-reduce off; tests/data/logs/qwq-32b.*)
+#   TP4 RTX PRO 6000 95.59 - 94.01 = 1.58 (https://github.com/sgl-project/sglang/issues/40558)
+#   TP8 H200       140.40 - 137.29 = 3.11 (https://github.com/sgl-project/sglang/pull/11716)
+# fitted as a context plus a per-extra-rank communicator share (about +-0.3 GiB on these).
+CUDA_CONTEXT_GIB = 0.9
+NCCL_GIB_PER_EXTRA_RANK = 0.28
 
 
 def startup_allowance_gib(tp_size: int, pp_size: int = 1) -> float:
     """What the CUDA context and communicators take before SGLang measures F0."""
     world = max(1, tp_size * pp_size)
-    return CUDA_CONTEXT_GIB + (NCCL_GIB_PER_TP_DOUBLING * math.log2(world) if world > 1 else 0.0)
+    return CUDA_CONTEXT_GIB + NCCL_GIB_PER_EXTRA_RANK * (world - 1)
 
 
 def explain_mem_fraction(plan: MemoryPlan) -> str:

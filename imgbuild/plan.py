@@ -518,7 +518,7 @@ def plan_lines(result: PlanResult) -> list[str]:
     out: list[str] = []
     out.append(
         f"SGLang {result.sglang} ({result.sglang_source}) · {result.architecture} · "
-        f"{result.gpu_count} x {result.gpu_name} ({result.gpu_source}) · rules {p.rules.era}"
+        f"{result.gpu_count} x {result.gpu_name} ({result.gpu_source}) · SGLang rules {p.rules.era_label}"
     )
     out.append(f"flags: {' '.join(result.launch_flags) or '(none)'}")
     out.append("")
@@ -540,7 +540,7 @@ def plan_lines(result: PlanResult) -> list[str]:
     row(f"mem_fraction_static ({origin})", f"{p.mem_fraction_static:.3f}")
     row("F0 x (1 - mfs): kept back for activations, graphs" + (", draft" if p.speculative_algorithm else ""), f"{p.slack_gib:.2f}")
     if p.rules.draft_weights_before_kv and p.draft_weights_gib:
-        row("draft weights (loaded before the KV pool is sized)", f"{p.draft_weights_gib:.2f}")
+        row("draft weights + its embed/head copy (loaded before the KV pool is sized)", f"{p.draft_weights_gib + p.draft_transient_gib:.2f}")
     row("rest for pools = avail - F0 x (1 - mfs)", f"{p.rest_before_state_gib:.2f}")
     if p.mamba_per_request_bytes:
         if p.spec_intermediate_gib:
