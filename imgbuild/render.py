@@ -89,6 +89,8 @@ def resolve_inputs(
     else:
         known = ", ".join(sorted(bases)) or "none"
         raise UsageError(f"target {target.name}: unknown base {target.base!r}", hint=f"bases in matrix.yaml: {known}")
+    if target.kind != "sglang":
+        engine = None  # a test target installs its own packages, not the engine's stack
     if engine is not None:  # fill what the matrix knows about the engine
         if target.cuda and engine.cuda and target.cuda.split(".")[0] != engine.cuda.split(".")[0]:
             raise UsageError(

@@ -6,3 +6,86 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+# --- Docker fixtures (render/build, issue 4) -----------------------------------------
+# The engine, registry and base come from scripts/services (scripts/test starts them
+# in CI). Outside CI without an engine the Docker tests skip with the reason; in CI
+# (CI=true) they fail instead, so a missing engine cannot pass unnoticed.
+
+import os  # noqa: E402
+
+import pytest  # noqa: E402
+
+SERVICES_ENV_FILE = Path("/run/imgbuild-services.env")
+HOST_CA_BUNDLE = Path(os.environ.get("IMGBUILD_TEST_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt"))
+
+
+def _docker_unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI needs the Docker engine and registry (scripts/services start): {reason}")
+    pytest.skip(f"no Docker engine: {reason}")
+
+
+def _services_env() -> dict[str, str]:
+    """The running services' variables (scripts/services), for a shell that did not eval them."""
+    if not SERVICES_ENV_FILE.exists():
+        return {}
+    pairs = (line.split("=", 1) for line in SERVICES_ENV_FILE.read_text().splitlines() if "=" in line)
+    return {key: value for key, value in pairs}
+
+
+@pytest.fixture(scope="session")
+def docker_engine():  # noqa: ANN201 - imgbuild.engine.Engine
+    """A connected engine (DOCKER_HOST, else the one scripts/services started)."""
+    for key, value in _services_env().items():
+        os.environ.setdefault(key, value)
+    from imgbuild.engine import connect
+    from imgbuild.errors import EnvironmentUnavailable
+
+    try:
+        return connect(timeout_s=300)
+    except EnvironmentUnavailable as exc:
+        _docker_unavailable(exc.one_line())
+
+
+@pytest.fixture(scope="session")
+def test_base_ref(docker_engine) -> str:  # noqa: ANN001
+    """The debootstrap base in the local registry, pinned by digest."""
+    ref = os.environ.get("IMGBUILD_TEST_BASE")
+    if not ref:
+        _docker_unavailable("IMGBUILD_TEST_BASE is not set (scripts/services start records it)")
+    return ref
+
+
+@pytest.fixture(scope="session")
+def local_registry(docker_engine) -> str:  # noqa: ANN001
+    registry = os.environ.get("IMGBUILD_REGISTRY")
+    if not registry:
+        _docker_unavailable("IMGBUILD_REGISTRY is not set (scripts/services start records it)")
+    return registry
+
+
+@pytest.fixture(scope="session")
+def built_test_image(docker_engine, test_base_ref, local_registry, tmp_path_factory):  # noqa: ANN001, ANN201
+    """The test target (sglang 0.5.9 --no-deps + small wheels from PyPI through the CA
+    bundle) built on the debootstrap base and pushed to the local registry: a BuildRecord."""
+    from imgbuild.build import BuildOptions, build_image
+    from imgbuild.matrix import load_matrix
+    from imgbuild.recipe import with_base_override
+    from imgbuild.render import bases_of, find_target, render_context, resolve_inputs
+
+    matrix = load_matrix()
+    target = with_base_override(find_target(matrix.raw, "test-sglang-0.5.9"), test_base_ref)
+    inputs = resolve_inputs(target, bases=bases_of(matrix.raw), engine=None, locks_dir=matrix.path.parent / "locks")
+    record_dir = tmp_path_factory.mktemp("build")
+    return build_image(
+        docker_engine,
+        BuildOptions(
+            rendered=render_context(inputs),
+            repository=f"{local_registry}/imgbuild-test/sglang",
+            ca_bundle=HOST_CA_BUNDLE,
+            force=True,
+            record_path=record_dir / "record.json",
+        ),
+    )

@@ -1,0 +1,250 @@
+"""build and verify-repro against the real engine and registry (scripts/services), lock with uv,
+and base digests over the registry HTTP API."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from conftest import HOST_CA_BUNDLE
+from imgbuild.baseimages import fetch_digests
+from imgbuild.build import BuildOptions, build_image, lock_pins, registry_host
+from imgbuild.cli import cli, main
+from imgbuild.engine import BuildEnvironmentFailed
+from imgbuild.errors import EnvironmentUnavailable
+from imgbuild.matrix import load_matrix
+from imgbuild.recipe import with_base_override
+from imgbuild.render import bases_of, find_target, render_context, resolve_inputs
+from imgbuild.repro import compare_manifests
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _rendered(base_ref: str):  # noqa: ANN202
+    matrix = load_matrix()
+    target = with_base_override(find_target(matrix.raw, "test-sglang-0.5.9"), base_ref)
+    inputs = resolve_inputs(target, bases=bases_of(matrix.raw), engine=None, locks_dir=ROOT / "locks")
+    return render_context(inputs)
+
+
+# -- pure parts -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "repository, host",
+    [("imgbuild/sglang", None), ("127.0.0.1:5055/imgbuild/sglang", "127.0.0.1:5055"), ("ghcr.io/org/x", "ghcr.io"), ("sglang", None)],
+    ids=["local-name", "local-registry", "ghcr", "bare"],
+)
+def test_registry_host_is_read_from_the_repository(repository: str, host: str | None) -> None:
+    assert registry_host(repository) == host
+
+
+def test_lock_pins_reads_every_pinned_package() -> None:
+    pins = lock_pins((ROOT / "locks" / "test-sglang-0.5.9-x86_64.txt").read_text())
+    assert pins == {"idna": "3.10", "sglang": "0.5.9", "six": "1.17.0"}
+
+
+@pytest.mark.parametrize(
+    "first, second, expected",
+    [
+        ({"packages": {}, "files": {"a": "1"}}, {"packages": {}, "files": {"a": "1"}}, []),
+        ({"packages": {}, "files": {"a": "1"}}, {"packages": {}, "files": {"a": "2"}}, ["file a: content 1 != 2"]),
+        ({"packages": {"six": {"version": "1", "sha256": "x"}}, "files": {}}, {"packages": {}, "files": {}}, ["package six 1: only in the original"]),
+        (
+            {"packages": {"six": {"version": "1", "sha256": "x"}}, "files": {}},
+            {"packages": {"six": {"version": "2", "sha256": "x"}}, "files": {}},
+            ["package six: version 1 != 2"],
+        ),
+    ],
+    ids=["identical", "file-differs", "package-missing", "version-differs"],
+)
+def test_compare_manifests_lists_exact_differences(first: dict, second: dict, expected: list[str]) -> None:
+    assert compare_manifests(first, second) == expected
+
+
+def _hub_transport(index_digest: str, manifests: list[dict]) -> httpx.MockTransport:
+    """A stand-in for Docker Hub speaking its token + manifest protocol."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "auth.docker.io":
+            assert request.url.params["scope"] == "repository:nvidia/cuda:pull"
+            return httpx.Response(200, json={"token": "t0ken"})
+        assert request.headers["Authorization"] == "Bearer t0ken"
+        if request.url.path == "/v2/nvidia/cuda/manifests/13.0.1-devel-ubuntu24.04":
+            return httpx.Response(
+                200,
+                headers={"Docker-Content-Digest": index_digest},
+                json={"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": manifests},
+            )
+        return httpx.Response(404, json={"errors": [{"code": "MANIFEST_UNKNOWN"}]})
+
+    return httpx.MockTransport(handler)
+
+
+def test_fetch_digests_reads_index_and_platform_digests() -> None:
+    manifests = [
+        {"digest": "sha256:" + "a" * 64, "platform": {"os": "linux", "architecture": "amd64"}},
+        {"digest": "sha256:" + "b" * 64, "platform": {"os": "linux", "architecture": "arm64"}},
+        {"digest": "sha256:" + "c" * 64, "platform": {"os": "unknown", "architecture": "unknown"}},
+    ]
+    with httpx.Client(transport=_hub_transport("sha256:" + "f" * 64, manifests)) as client:
+        digest, platforms = fetch_digests(client, "nvidia/cuda", "13.0.1-devel-ubuntu24.04")
+    assert digest == "sha256:" + "f" * 64
+    assert platforms == {"linux/amd64": "sha256:" + "a" * 64, "linux/arm64": "sha256:" + "b" * 64}
+
+
+def test_fetch_digests_unreachable_registry_is_environment_unavailable() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("Name or service not known", request=request)
+
+    with httpx.Client(transport=httpx.MockTransport(refuse)) as client, pytest.raises(EnvironmentUnavailable):
+        fetch_digests(client, "nvidia/cuda", "13.0.1-devel-ubuntu24.04")
+
+
+# -- lock (uv, PyPI) ----------------------------------------------------------------------
+
+
+@pytest.mark.network
+def test_lock_of_the_test_target_reproduces_the_committed_lock(tmp_path: Path) -> None:
+    """uv resolves the same pins and hashes again: the committed lock is reproducible."""
+    pytest.importorskip("uv", reason="uv is not installed (pip install uv)")
+    matrix_copy = tmp_path / "matrix.yaml"
+    matrix_copy.write_text((ROOT / "matrix.yaml").read_text())
+    result = CliRunner().invoke(cli, ["lock", "--target", "test-sglang-0.5.9", "--matrix", str(matrix_copy)])
+    assert result.exit_code == 0, result.output
+    made = (tmp_path / "locks" / "test-sglang-0.5.9-x86_64.txt").read_text()
+    committed = (ROOT / "locks" / "test-sglang-0.5.9-x86_64.txt").read_text()
+    assert lock_pins(made) == lock_pins(committed)
+    assert sorted(ln.strip() for ln in made.splitlines() if "--hash" in ln) == sorted(
+        ln.strip() for ln in committed.splitlines() if "--hash" in ln
+    )
+
+
+# -- against the real engine (scripts/services) --------------------------------------------
+
+
+@pytest.mark.docker
+def test_build_installs_real_packages_from_pypi_and_pushes(built_test_image, docker_engine) -> None:  # noqa: ANN001
+    record = built_test_image
+    assert record.skipped is False and record.image_id
+    assert record.repo_digest and "@sha256:" in record.repo_digest
+    info = docker_engine.require_image(record.image)
+    assert info.labels["io.imgbuild.recipe-digest"] == record.recipe_digest
+    assert info.labels["io.imgbuild.engine"] == "0.5.9" and info.user == "sglang"
+    saved = json.loads(Path(record.record_path).read_text())
+    assert saved["pins"]["sglang"] == "0.5.9" and saved["image_id"] == record.image_id
+
+
+@pytest.mark.docker
+def test_rebuild_of_an_unchanged_recipe_is_skipped(built_test_image, test_base_ref, tmp_path: Path) -> None:  # noqa: ANN001
+    result = CliRunner().invoke(
+        cli,
+        ["build", "test-sglang-0.5.9", "--base", test_base_ref, "--repository", built_test_image.image.rsplit(":", 1)[0],
+         "--record", str(tmp_path / "r.json"), "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout if hasattr(result, "stdout") else result.output)
+    assert out["skipped"] is True and "locally" in out["reason"]
+    assert out["image_id"] == built_test_image.image_id
+
+
+@pytest.mark.docker
+def test_rebuild_is_skipped_when_the_registry_has_the_recipe(built_test_image, docker_engine, local_registry, test_base_ref, tmp_path: Path) -> None:  # noqa: ANN001
+    repo = f"{local_registry}/imgbuild-test/registry-only"
+    tag = built_test_image.image.rsplit(":", 1)[1]
+    docker_engine.tag(built_test_image.image_id, repo, tag)
+    docker_engine.push(repo, tag)
+    docker_engine.api.remove_image(f"{repo}:{tag}")  # the tag only: the image keeps its other tag
+    record = build_image(
+        docker_engine,
+        BuildOptions(rendered=_rendered(test_base_ref), repository=repo, record_path=tmp_path / "r.json"),
+    )
+    assert record.skipped is True and "registry" in record.reason
+    assert record.repo_digest == built_test_image.repo_digest.replace("imgbuild-test/sglang", "imgbuild-test/registry-only")
+
+
+_FIND_BUNDLE = r"""
+import hashlib, json, os, sys
+size, digest = int(sys.argv[1]), sys.argv[2]
+hits = []
+for root, dirs, names in os.walk("/"):
+    if root in ("/proc", "/sys", "/dev"):
+        dirs[:] = []
+        continue
+    for name in names:
+        path = os.path.join(root, name)
+        try:
+            if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == size:
+                if hashlib.sha256(open(path, "rb").read()).hexdigest() == digest:
+                    hits.append(path)
+        except OSError:
+            pass
+print(json.dumps({"hits": hits, "pip_conf": [p for p in ("/etc/pip.conf", "/opt/venv/pip.conf", os.path.expanduser("~/.config/pip/pip.conf"), os.path.expanduser("~/.pip/pip.conf")) if os.path.exists(p)], "tmp": os.path.exists("/tmp/imgbuild")}))
+"""
+
+
+@pytest.mark.docker
+def test_ca_bundle_is_not_left_in_the_final_image(built_test_image, docker_engine) -> None:  # noqa: ANN001
+    data = HOST_CA_BUNDLE.read_bytes()
+    info = docker_engine.require_image(built_test_image.image)
+    assert not [e for e in info.env if e.split("=")[0] in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")]
+    history = " ".join(h.get("CreatedBy", "") for h in docker_engine.api.history(info.id))
+    assert "ca-bundle.crt" not in history
+    code = _FIND_BUNDLE.replace("int(sys.argv[1]), sys.argv[2]", f"{len(data)}, {hashlib.sha256(data).hexdigest()!r}")
+    status, output = docker_engine.run_python(built_test_image.image, code)
+    assert status == 0, output
+    found = json.loads(output.strip().splitlines()[-1])
+    assert found == {"hits": [], "pip_conf": [], "tmp": False}
+
+
+@pytest.mark.docker
+def test_failing_step_names_the_step_its_output_and_the_fix_and_tags_nothing(docker_engine, test_base_ref, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:  # noqa: ANN001
+    """Without --ca-bundle pip meets the intercepting proxy: exit 3, the step, its last lines, the fix."""
+    repo = f"imgbuild-test/failing-{os.getpid()}"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["build", "test-sglang-0.5.9", "--base", test_base_ref, "--repository", repo, "--force",
+              "--record", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 3
+    line = [ln for ln in err.splitlines() if ln.startswith("imgbuild: error:")][0]
+    assert "failed at step 7/15 (RUN " in line and "CERTIFICATE_VERIFY_FAILED" in line
+    assert "pass --ca-bundle FILE" in line
+    assert docker_engine.image_info(f"{repo}:{_rendered(test_base_ref).tag}") is None
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.docker
+def test_failing_step_error_carries_step_and_last_lines(docker_engine, test_base_ref, tmp_path: Path) -> None:  # noqa: ANN001
+    with pytest.raises(BuildEnvironmentFailed) as err:
+        build_image(
+            docker_engine,
+            BuildOptions(rendered=_rendered(test_base_ref), repository="imgbuild-test/failing", force=True,
+                         record_path=tmp_path / "r.json"),
+        )
+    assert err.value.step.startswith("RUN if [ -s /tmp/imgbuild/ca-bundle.crt ]")
+    assert any("No matching distribution found for" in ln for ln in err.value.last_lines)
+
+
+@pytest.mark.docker
+def test_verify_repro_reports_identical_environments(built_test_image, capsys: pytest.CaptureFixture) -> None:  # noqa: ANN001
+    with pytest.raises(SystemExit) as exit_info:
+        main(["verify-repro", built_test_image.image, "--ca-bundle", str(HOST_CA_BUNDLE), "--json"])
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 0, err[-2000:]
+    report = json.loads(out)
+    assert report["identical"] is True and report["differences"] == []
+    assert report["packages_compared"] >= 3 and report["files_compared"] > 1000
+
+
+@pytest.mark.docker
+def test_verify_repro_of_an_image_not_built_by_imgbuild_is_refused(test_base_ref, docker_engine, capsys: pytest.CaptureFixture) -> None:  # noqa: ANN001
+    with pytest.raises(SystemExit) as exit_info:
+        main(["verify-repro", test_base_ref])
+    assert exit_info.value.code == 2
+    assert "has no io.imgbuild.recipe label" in capsys.readouterr().err
