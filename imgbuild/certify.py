@@ -27,11 +27,12 @@ lists what it could not attest. Any failed check is "fail".
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -71,8 +72,8 @@ _OWNED_FLAGS = {"--model-path", "--model", "--host", "--port"}
 @dataclass(frozen=True, kw_only=True)
 class CertifyOptions:
     image: str
-    gpus: str  # the target's GPUs, e.g. "RTX A6000x2"
-    launch_flags: tuple[str, ...]
+    gpus: str = ""  # the target's GPUs, e.g. "RTX A6000x2" (default: the image's recipe)
+    launch_flags: tuple[str, ...] = ()  # default: the image's recipe
     target_name: str | None = None
     engine_version: str | None = None  # the target's SGLang version, for the record
     cuda: str | None = None  # the image's CUDA when its labels do not say
@@ -110,6 +111,7 @@ class _Run:
     weights_loaded_s: float | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     fatal_line_at: float | None = None  # monotonic time the fatal line arrived
+    verdict_at: float | None = None  # monotonic time the wait ended with the verdict
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,31 @@ class Preflight:
     host: HostGpus
     checks: tuple[dict[str, Any], ...]
     notes: tuple[str, ...]
+
+
+def options_from_recipe(options: CertifyOptions, labels: dict[str, str]) -> CertifyOptions:
+    """Fill what the caller left out from the image's own recipe (label io.imgbuild.recipe,
+    the target it was built for: GPUs, model, launch flags, engine, CUDA)."""
+    raw = labels.get("io.imgbuild.recipe")
+    try:
+        recipe = json.loads(raw) if raw else {}
+    except ValueError:
+        recipe = {}
+    if not isinstance(recipe, dict):
+        recipe = {}
+    filled = replace(
+        options,
+        gpus=options.gpus or recipe.get("gpus") or "",
+        launch_flags=options.launch_flags or tuple(recipe.get("launch_flags") or ()),
+        target_name=options.target_name or recipe.get("name"),
+        engine_version=options.engine_version or recipe.get("engine") or labels.get("io.imgbuild.engine"),
+        cuda=options.cuda or recipe.get("cuda"),
+        model_ref=options.model_ref or (None if options.model_dir else recipe.get("model")),
+    )
+    if not filled.gpus:
+        raise UsageError(f"certify {options.image}: no GPUs to certify on",
+                         hint="pass --gpus 'NAME xN' or --target (the image's recipe names none)")
+    return filled
 
 
 def flag_values(flags: tuple[str, ...]) -> dict[str, str | None]:
@@ -308,17 +335,22 @@ def certify(
     matrix: Matrix,
     http: httpx.Client,
     store: CertStore,
-    planner: Callable[[], dict[str, Any]] | None = None,
+    planner: Callable[[CertifyOptions], dict[str, Any]] | None = None,
     progress: Callable[[str], None] = lambda _line: None,
 ) -> dict[str, Any]:
     """Run one certification and store its certificate; returns the certificate."""
     facts = engine.image_for_certify(eng, options.image)
+    options = options_from_recipe(options, facts.labels)
+    image_entry = engine.image_entrypoint(eng, options.image)
+    # imgbuild's images start `python -m sglang.launch_server`; keep an entrypoint like that
+    entrypoint = image_entry if any(w.endswith("sglang.launch_server") for w in image_entry) else (
+        options.python, "-m", "sglang.launch_server")
     host = probe.read()
     plan: dict[str, Any] | None = None
     plan_note = "plan check skipped: no planner"
     if planner is not None:
         try:
-            plan = planner()
+            plan = planner(options)
         except UsageError as exc:
             plan_note = f"plan check could not run: {exc.one_line()}"
     pre = preflight(options, host=host, matrix=matrix, labels=facts.labels, plan=plan, plan_note=plan_note)
@@ -343,7 +375,7 @@ def certify(
             spec = engine.ServerContainerSpec(
                 image=options.image,
                 name=f"imgbuild-certify-{cert_id}",
-                entrypoint=(options.python, "-m", "sglang.launch_server"),
+                entrypoint=entrypoint,
                 command=flags,
                 container_port=options.container_port,
                 host_port=options.host_port,
@@ -387,6 +419,11 @@ def certify(
     cert["figures"] = _figures(figures.to_dict(), (plan or {}).get("figures"))
     cert["plan"] = None if plan is None else {k: plan.get(k) for k in ("fits", "verdict", "sglang", "problems")}
     cert["timings"]["weights_loaded_s"] = None if run.weights_loaded_s is None else round(run.weights_loaded_s, 3)
+    if run.fatal_line_at is not None and run.verdict_at is not None:
+        # fail fast: when the fatal line arrived and when the wait ended, beside the deadline
+        cert["timings"]["fatal_line_s"] = round(run.fatal_line_at - run.started, 3)
+        cert["timings"]["verdict_s"] = round(run.verdict_at - run.started, 3)
+        cert["timings"]["ready_deadline_s"] = options.ready_timeout_s
     cert["checks"] = checks
     cert["failure"] = failure
     cert["diagnosis"] = diagnosis.to_dict() if diagnosis is not None else None
@@ -471,6 +508,7 @@ def _wait_ready(options: CertifyOptions, eng: engine.Engine, http: httpx.Client,
             with run.lock:
                 d = run.watcher.verdict
             assert d is not None
+            run.verdict_at = time.monotonic()
             fail("launch", f"fatal log line: {d.failure_class}: {d.cause}")
             progress(f"certify {run.cert_id}: {d.failure_class} ({d.cause})")
             # The verdict stands; give SGLang a moment to finish its own exit so the log
@@ -602,16 +640,15 @@ def _teardown(options: CertifyOptions, eng: engine.Engine, probe: GpuProbe, run:
     return out
 
 
-def imgbuild_planner(options: CertifyOptions, matrix: Matrix) -> Callable[[], dict[str, Any]] | None:
+def imgbuild_planner(matrix: Matrix) -> Callable[[CertifyOptions], dict[str, Any]] | None:
     """``imgbuild plan`` for the target's model, GPUs and flags, as certify's preflight wants it;
     None when the planner is not installed."""
     try:
         from imgbuild.plan import PlanOptions, plan_launch
     except ImportError:
         return None
-    model = options.model_dir or options.model_ref
-
-    def run() -> dict[str, Any]:
+    def run(options: CertifyOptions) -> dict[str, Any]:
+        model = options.model_dir or options.model_ref
         result = plan_launch(
             PlanOptions(model=model, flags=options.launch_flags, gpu=options.gpus,
                         sglang=options.engine_version, suggest=False),

@@ -354,9 +354,7 @@ def certify(image: str, target_name: str | None, gpus_text: str | None, model_di
 
     matrix = _load_matrix(matrix_path)
     target = find_target(matrix.raw, target_name) if target_name else None
-    gpus_text = gpus_text or (target.gpus if target else None)
-    if not gpus_text:
-        raise UsageError("certify needs the GPUs: --gpus 'NAME xN' or a --target that names them")
+    gpus_text = gpus_text or (target.gpus if target else None) or ""  # else: the image's recipe
     try:
         flags = tuple(shlex.split(flags_text)) if flags_text is not None else tuple(target.launch_flags if target else ())
     except ValueError as exc:
@@ -376,7 +374,7 @@ def certify(image: str, target_name: str | None, gpus_text: str | None, model_di
         host_port=host_port, ready_timeout_s=timeout_s, max_used_mib=max_used_mib,
         environment=dict(p.split("=", 1) for p in env_pairs),
     )
-    planner = None if no_plan else flow.imgbuild_planner(opts, matrix)
+    planner = None if no_plan else flow.imgbuild_planner(matrix)
 
     def on_sigterm(signum: int, frame: object) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the teardown short

@@ -360,3 +360,41 @@ def test_sigterm_during_startup_tears_down_and_records_the_interruption(docker_e
     assert leftover_containers(eng, cert_id) == []
     (cert,) = [json.loads(p.read_text()) for p in store.glob("*.json")]
     assert cert["failure"]["stage"] == "interrupted" and cert["teardown"]["container_removed"]
+
+
+def test_options_come_from_the_images_recipe_when_not_given():
+    recipe = {"name": "qwen3.6-27b-a6000x2", "engine": "0.5.11", "cuda": "13.0", "gpus": "RTX A6000x2",
+              "model": "Qwen/Qwen3.6-27B", "launch_flags": list(SEED_FLAGS)}
+    filled = __import__("imgbuild.certify", fromlist=["x"]).options_from_recipe(
+        CertifyOptions(image="img"), {"io.imgbuild.recipe": json.dumps(recipe)})
+    assert (filled.gpus, filled.launch_flags, filled.model_ref) == ("RTX A6000x2", SEED_FLAGS, "Qwen/Qwen3.6-27B")
+    assert (filled.target_name, filled.engine_version, filled.cuda) == ("qwen3.6-27b-a6000x2", "0.5.11", "13.0")
+
+
+def test_an_image_without_recipe_and_no_gpus_is_a_usage_error():
+    from imgbuild.certify import options_from_recipe
+
+    with pytest.raises(UsageError, match="no GPUs to certify on"):
+        options_from_recipe(CertifyOptions(image="img"), {})
+
+
+@pytest.mark.docker
+def test_certify_records_log_figures_beside_the_plan(docker_env, standin_image, model_dir, tmp_path):
+    """The real planner (imgbuild.plan) on the test model; the stand-in's figures differ from it."""
+    import httpx
+
+    from imgbuild.certify import imgbuild_planner
+
+    _, eng = docker_env
+    matrix = load_matrix()
+    opts = options(image=standin_image[0], model_dir=str(model_dir), engine_version="0.5.11",
+                   launch_flags=("--tp", "2", "--context-length", "4096"), cuda=None,
+                   environment={"STANDIN_STEP_S": "0.05"}, lock_dir=tmp_path / "locks")
+    with httpx.Client(trust_env=False) as http:
+        cert = certify(opts, eng=eng, probe=SnapshotProbe(GPUS / "a6000x2-clean.json"), matrix=matrix, http=http,
+                       store=CertStore(tmp_path / "certs"), planner=imgbuild_planner(matrix))
+    assert cert["verdict"] == "pass-unattested", cert["failure"]
+    assert cert["plan"]["fits"] is True
+    figures = cert["figures"]
+    assert figures["plan"]["kv_tokens"] > 0 and figures["log"]["kv_tokens"] > 0
+    assert figures["difference"]["kv_tokens"] == figures["log"]["kv_tokens"] - figures["plan"]["kv_tokens"]
