@@ -101,10 +101,14 @@ def build_image(engine: Engine, options: BuildOptions) -> BuildRecord:
             pins=pins,
             record_path=str(record_path),
         )
-        record_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = record_path.with_name(record_path.name + ".tmp")
-        tmp.write_text(json.dumps(record.to_dict(), indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, record_path)
+        text = json.dumps(record.to_dict(), indent=2) + "\n"
+        if record_path.exists() and not record_path.is_file():
+            record_path.write_text(text, encoding="utf-8")  # a device or pipe: never replace it
+        else:
+            record_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = record_path.with_name(record_path.name + ".tmp")
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, record_path)
         return record
 
     if not options.force:
