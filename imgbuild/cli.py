@@ -1012,6 +1012,155 @@ def plan(
         raise NegativeVerdict(f"{result.verdict}: {first}")
 
 
+# --- make, report (issue 6) -------------------------------------------------------
+
+
+def _make_targets(names: tuple[str, ...], all_targets: bool, matrix) -> tuple:  # noqa: ANN001 - Matrix
+    from imgbuild.errors import UsageError
+    from imgbuild.render import find_target, targets_of
+
+    if all_targets and names:
+        raise UsageError("give TARGET names or --all, not both")
+    if all_targets:
+        return tuple(targets_of(matrix.raw).values())
+    if not names:
+        raise UsageError("give one or more TARGET names, or --all", hint="`imgbuild matrix show` and matrix.yaml targets:")
+    return tuple(find_target(matrix.raw, name) for name in names)
+
+
+def _model_dirs(pairs: tuple[str, ...]) -> dict[str, str]:
+    from imgbuild.errors import UsageError
+
+    out = {}
+    for pair in pairs:
+        model, sep, directory = pair.partition("=")
+        if not sep or not model or not directory:
+            raise UsageError(f"--model-dir {pair!r}: write MODEL_ID=DIRECTORY")
+        out[model] = directory
+    return out
+
+
+@cli.command()
+@click.argument("target_names", nargs=-1, metavar="[TARGET]...")
+@click.option("--all", "all_targets", is_flag=True, help="Every target in matrix.yaml.")
+@click.option("--until", default="publish", type=click.Choice(["check", "plan", "render", "build", "certify", "publish"]),
+              show_default=True, help="Stop after this step.")
+@click.option("--force", is_flag=True, help="Run every step again, even where its inputs did not change.")
+@click.option("--to", "destination", default=None, metavar="HOST[:PORT]/REPO", help="Publish there (no --to: no publish).")
+@click.option("--allow-uncertified", is_flag=True, help="Publish targets without a passing certificate, marked so.")
+@_username_option
+@_password_stdin_option
+@click.option("--registry-ca", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="A CA file that signed the --to registry's TLS certificate.")
+@click.option("--repository", default=None, metavar="REPO",
+              help="Where builds are tagged (default: $IMGBUILD_REGISTRY/imgbuild/sglang or imgbuild/sglang).")
+@click.option("--base", "base_ref", default=None, metavar="REF@sha256:...", help="The base for targets whose matrix base has no digest (made per machine, e.g. $IMGBUILD_TEST_BASE).")
+@click.option("--ca-bundle", "ca_bundle", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="An extra CA for the build's pip (a TLS-intercepting proxy).")
+@click.option("--pip-index-url", default=None, metavar="URL", help="The package index the builds use.")
+@click.option("--model-dir", "model_dir_pairs", multiple=True, metavar="ID=DIR",
+              help="Use a local directory for a model id (check, plan, certify); repeat for each.")
+@click.option("--no-gpus", is_flag=True, help="Certify without attaching GPUs (stand-in images; certificates say so).")
+@click.option("--workers", type=int, default=None, help="Parallel GPU-set queues at most (default: one per GPU set).")
+@click.option("--state", "state_dir", default=None, type=click.Path(file_okay=False),
+              help="Where make keeps each step's inputs and results (default: $XDG_STATE_HOME/imgbuild/make).")
+@_store_option
+@options.matrix_file
+@options.json_output
+def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bool, destination: str | None,
+         allow_uncertified: bool, username: str | None, password_stdin: bool, registry_ca: str | None,
+         repository: str | None, base_ref: str | None, ca_bundle: str | None, pip_index_url: str | None,
+         model_dir_pairs: tuple[str, ...], no_gpus: bool, workers: int | None, state_dir: str | None,
+         store_dir: str | None, matrix_path: str | None, as_json: bool) -> None:
+    """Check, plan, render, build, certify and publish each TARGET (or --all).
+
+    A step is skipped when its inputs did not change since it last succeeded; after
+    a failure the next run resumes there. Targets on different GPU sets build and
+    certify in parallel. Ends with a summary table. Exit 0 all done, else the exit
+    code of the worst failure (1 a negative verdict, 2 bad input, 3 no engine/registry).
+    """
+    import os
+    from pathlib import Path
+
+    from imgbuild import make as make_mod
+    from imgbuild.build import DEFAULT_REPOSITORY
+    from imgbuild.registry import parse_reference
+
+    matrix = _load_matrix(matrix_path)
+    targets = _make_targets(target_names, all_targets, matrix)
+    state = make_mod.StateStore(Path(state_dir) if state_dir else None)
+    registry_env = os.environ.get("IMGBUILD_REGISTRY")
+    settings = make_mod.StepSettings(
+        matrix=matrix, locks_dir=matrix.path.parent / "locks", render_dir=state.root / "contexts",
+        repository=repository or (f"{registry_env}/{DEFAULT_REPOSITORY}" if registry_env else DEFAULT_REPOSITORY),
+        base_override=base_ref, ca_bundle=Path(ca_bundle) if ca_bundle else None, pip_index_url=pip_index_url,
+        model_dirs=_model_dirs(model_dir_pairs), destination=destination, allow_uncertified=allow_uncertified,
+        certify_attach_gpus=not no_gpus, store_dir=Path(store_dir) if store_dir else None,
+    )
+    registry = None
+    if destination and until == "publish":
+        registry = _registry_client(parse_reference(destination, require_host=True).host, username, password_stdin,
+                                    registry_ca)
+
+    def connect():  # noqa: ANN202 - engine.Engine
+        from imgbuild import engine as engine_mod
+
+        return engine_mod.connect()
+
+    steps = make_mod.default_steps(settings, connect_engine=connect, registry=registry, progress=progress)
+    try:
+        summary = make_mod.run_make(make_mod.MakeOptions(targets=targets, until=until, force=force, workers=workers),
+                                    steps=steps, state=state, progress=progress)
+    finally:
+        if registry is not None:
+            registry.close()
+    if as_json:
+        emit_json(summary.to_dict())
+    else:
+        for line in make_mod.summary_lines(summary):
+            click.echo(line)
+    code = summary.exit_code()
+    if code:
+        raise SystemExit(code)
+
+
+@cli.command()
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False), help="Directory for index.html.")
+@click.option("--state", "state_dir", default=None, type=click.Path(file_okay=False),
+              help="make's state directory (default: $XDG_STATE_HOME/imgbuild/make).")
+@_store_option
+@options.matrix_file
+@options.json_output
+def report(out_dir: str, state_dir: str | None, store_dir: str | None, matrix_path: str | None, as_json: bool) -> None:
+    """Write a static HTML page of the matrix: every target, its status and its certificate."""
+    import os
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    from imgbuild import make as make_mod
+    from imgbuild import report as report_mod
+    from imgbuild.publish import load_certificates
+    from imgbuild.render import targets_of
+
+    matrix = _load_matrix(matrix_path)
+    targets = [t.to_dict() for t in targets_of(matrix.raw).values()]
+    rows = report_mod.build_rows(targets, load_certificates(Path(store_dir) if store_dir else None),
+                                 make_mod.StateStore(Path(state_dir) if state_dir else None).all())
+    page = report_mod.render_html(rows, generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                                  source=str(matrix.path))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "index.html"
+    tmp = out / ".index.html.tmp"
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, path)
+    counts = {s: sum(1 for r in rows if r.status == s) for s in report_mod.STATUSES}
+    if as_json:
+        emit_json({"path": str(path), "targets": len(rows), "statuses": counts})
+    else:
+        click.echo(f"wrote {path}: {len(rows)} targets (" + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ")")
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args

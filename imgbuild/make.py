@@ -1,0 +1,488 @@
+"""``imgbuild make``: check, plan, render, build, certify and publish each target in turn.
+
+Each step has inputs (a JSON document) and a result. The state directory keeps,
+per target, each step's input digest, status and result
+(``<state>/<target>.json``, written atomically after every step), so:
+
+- a step whose inputs have the same digest as its last successful run is
+  skipped ("skipped-same") when its result is still there (the image still on
+  the engine, the rendered context still on disk);
+- after a failure, the next run starts where it stopped: the steps before it
+  are skipped, the failed one runs again;
+- a step that does not apply to a target (no model: no check or plan; no GPUs:
+  no certify; no ``--to``: no publish) is "skipped" with the reason.
+
+Two phases. First check, plan and render every target (cheap, a few ms each, so
+a matrix of 50 targets is planned and rendered before any build starts). Then
+build, certify and publish in one queue per GPU set: targets on the same GPUs
+run one after another (certify needs those GPUs alone), targets on different
+GPU sets run in parallel threads.
+
+The steps are composed from the other flows (check, plan, render, build,
+certify, publish) by ``default_steps``; the orchestration takes any steps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+from imgbuild.errors import ImgbuildError, NegativeVerdict, UsageError
+from imgbuild.recipe import TargetSpec
+
+if TYPE_CHECKING:
+    from imgbuild.matrix import Matrix
+
+STEPS = ("check", "plan", "render", "build", "certify", "publish")
+PREPARE = ("check", "plan", "render")
+DONE = ("done", "skipped-same")
+
+Progress = Callable[[str], None]
+
+
+def default_state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "imgbuild" / "make"
+
+
+def digest_of(inputs: Mapping[str, Any]) -> str:
+    canonical = json.dumps(inputs, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+# --- state ----------------------------------------------------------------------------
+
+
+class StateStore:
+    """``<root>/<target>.json``: {step: {"inputs", "status", "detail", "result", "exit_code", "finished_at"}}."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(root) if root is not None else default_state_dir()
+        self._lock = threading.Lock()
+
+    def _path(self, target: str) -> Path:
+        return self.root / f"{target}.json"
+
+    def load(self, target: str) -> dict[str, dict[str, Any]]:
+        try:
+            return json.loads(self._path(target).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except ValueError as exc:
+            raise UsageError(f"{self._path(target)}: make state is not JSON ({exc})",
+                             hint="delete the file: make then runs every step of the target again") from None
+
+    def all(self) -> dict[str, dict[str, dict[str, Any]]]:
+        if not self.root.is_dir():
+            return {}
+        return {p.stem: self.load(p.stem) for p in sorted(self.root.glob("*.json"))}
+
+    def record(self, target: str, step: str, entry: dict[str, Any]) -> None:
+        with self._lock:
+            state = self.load(target)
+            state[step] = entry
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(state, fh, indent=2, sort_keys=True, default=str)
+                fh.write("\n")
+            os.replace(tmp, self._path(target))
+
+
+# --- steps ----------------------------------------------------------------------------
+
+
+class NotApplicable(Exception):
+    """A step's inputs() raises this when the step does not apply to the target."""
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    # The inputs that decide the result (hashed); raise NotApplicable to skip the step.
+    inputs: Callable[[TargetSpec, Mapping[str, Any]], dict[str, Any]]
+    # Do the work; return (one line for the table, the result as JSON-able data).
+    run: Callable[[TargetSpec, Mapping[str, Any]], tuple[str, dict[str, Any]]]
+    # Is a stored result still usable (the image still there)? Default: yes.
+    still_valid: Callable[[Mapping[str, Any]], bool] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MakeOptions:
+    targets: tuple[TargetSpec, ...]
+    until: str = "publish"
+    force: bool = False
+    workers: int | None = None  # parallel queues at most (default: one per GPU set)
+
+
+@dataclass(frozen=True)
+class TargetOutcome:
+    target: str
+    engine: str
+    gpus: str
+    steps: dict[str, dict[str, Any]]  # step -> {"status", "detail", "result"}
+
+    @property
+    def failed_step(self) -> str | None:
+        return next((s for s, e in self.steps.items() if e.get("status") == "failed"), None)
+
+    @property
+    def verdict(self) -> str:
+        failed = self.failed_step
+        if failed:
+            return f"failed at {failed}"
+        cert = (self.steps.get("certify") or {}).get("result") or {}
+        if cert.get("verdict"):
+            return str(cert["verdict"])
+        last = [s for s in STEPS if s in self.steps and self.steps[s].get("status") in DONE]
+        return f"{last[-1]} done" if last else "nothing done"
+
+    def result(self, step: str) -> dict[str, Any]:
+        entry = self.steps.get(step) or {}
+        return dict(entry.get("result") or {}) if entry.get("status") in DONE else {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "engine": self.engine, "gpus": self.gpus, "verdict": self.verdict,
+                "image": self.result("build").get("image"), "certificate": self.result("certify").get("id"),
+                "published": self.result("publish").get("reference"), "steps": self.steps}
+
+
+@dataclass(frozen=True)
+class MakeSummary:
+    outcomes: list[TargetOutcome]
+    prepare_s: float  # check + plan + render of every target
+    total_s: float
+    queues: dict[str, list[str]]  # GPU set -> targets, in order
+
+    @property
+    def failed(self) -> list[TargetOutcome]:
+        return [o for o in self.outcomes if o.failed_step]
+
+    def exit_code(self) -> int:
+        codes = [int(o.steps[o.failed_step].get("exit_code") or 1) for o in self.failed if o.failed_step]
+        return max(codes, default=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"targets": [o.to_dict() for o in self.outcomes], "prepare_s": round(self.prepare_s, 3),
+                "total_s": round(self.total_s, 3), "queues": self.queues, "exit_code": self.exit_code()}
+
+
+def gpu_set(target: TargetSpec) -> str:
+    """The queue key: the GPUs a target certifies on ("none" without GPUs)."""
+    if not target.gpus:
+        return "none"
+    return re.sub(r"\s+", " ", target.gpus.strip().lower())
+
+
+def gpu_queues(targets: Sequence[TargetSpec]) -> dict[str, list[TargetSpec]]:
+    queues: dict[str, list[TargetSpec]] = {}
+    for target in targets:
+        queues.setdefault(gpu_set(target), []).append(target)
+    return queues
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _run_step(step: Step, target: TargetSpec, prior: dict[str, Any], state: StateStore,
+              stored: Mapping[str, Any], force: bool, say: Progress) -> dict[str, Any]:
+    """Run (or skip) one step; returns the entry recorded for it."""
+    started = time.monotonic()
+    try:
+        inputs = step.inputs(target, prior)
+    except NotApplicable as why:
+        entry = {"status": "skipped", "detail": str(why), "inputs": None, "result": {}, "finished_at": _now()}
+        state.record(target.name, step.name, entry)
+        return entry
+    except ImgbuildError as exc:
+        entry = {"status": "failed", "detail": exc.one_line(), "exit_code": exc.exit_code, "inputs": None,
+                 "result": {}, "finished_at": _now()}
+        state.record(target.name, step.name, entry)
+        return entry
+    key = digest_of(inputs)
+    old = stored.get(step.name) or {}
+    if (not force and old.get("inputs") == key and old.get("status") in DONE
+            and (step.still_valid is None or step.still_valid(old.get("result") or {}))):
+        entry = {**old, "status": "skipped-same", "detail": old.get("detail", "")}
+        say(f"{target.name}: {step.name}: same inputs as before, skipped")
+        state.record(target.name, step.name, entry)
+        return entry
+    say(f"{target.name}: {step.name} ...")
+    try:
+        detail, result = step.run(target, prior)
+        entry = {"status": "done", "detail": detail, "inputs": key, "result": result,
+                 "duration_s": round(time.monotonic() - started, 3), "finished_at": _now()}
+    except ImgbuildError as exc:
+        entry = {"status": "failed", "detail": exc.one_line(), "exit_code": exc.exit_code, "inputs": key,
+                 "result": {}, "duration_s": round(time.monotonic() - started, 3), "finished_at": _now()}
+    say(f"{target.name}: {step.name}: {entry['status']}: {entry['detail']}")
+    state.record(target.name, step.name, entry)
+    return entry
+
+
+def _run_steps(names: Sequence[str], steps: Mapping[str, Step], target: TargetSpec, done: dict[str, dict[str, Any]],
+               state: StateStore, force: bool, say: Progress) -> None:
+    stored = state.load(target.name)
+    for name in names:
+        if any(e.get("status") == "failed" for e in done.values()):
+            return  # a failed step stops this target; the next run resumes there
+        prior = {s: dict(e.get("result") or {}) for s, e in done.items()}
+        done[name] = _run_step(steps[name], target, prior, state, stored, force, say)
+
+
+def run_make(opts: MakeOptions, *, steps: Sequence[Step], state: StateStore, progress: Progress | None = None) -> MakeSummary:
+    say = progress or (lambda line: None)
+    if opts.until not in STEPS:
+        raise UsageError(f"--until {opts.until!r} is not a step", hint=f"steps: {', '.join(STEPS)}")
+    by_name = {s.name: s for s in steps}
+    wanted = [s for s in STEPS[: STEPS.index(opts.until) + 1] if s in by_name]
+    names = [t.name for t in opts.targets]
+    if len(set(names)) != len(names):
+        raise UsageError("a target is named twice")
+    started = time.monotonic()
+    done: dict[str, dict[str, dict[str, Any]]] = {t.name: {} for t in opts.targets}
+    for target in opts.targets:
+        _run_steps([s for s in wanted if s in PREPARE], by_name, target, done[target.name], state, opts.force, say)
+    prepare_s = time.monotonic() - started
+    say(f"make: checked, planned and rendered {len(opts.targets)} targets in {prepare_s:.2f} s")
+
+    heavy = [s for s in wanted if s not in PREPARE]
+    queues = gpu_queues(opts.targets)
+    if heavy:
+        def drain(queue: list[TargetSpec]) -> None:
+            for target in queue:
+                _run_steps(heavy, by_name, target, done[target.name], state, opts.force, say)
+
+        workers = max(1, min(len(queues), opts.workers or len(queues)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="make-queue") as pool:
+            for future in [pool.submit(drain, q) for q in queues.values()]:
+                future.result()  # a bug in a step surfaces here
+    outcomes = [TargetOutcome(t.name, t.engine, t.gpus or "-", done[t.name]) for t in opts.targets]
+    return MakeSummary(outcomes=outcomes, prepare_s=prepare_s, total_s=time.monotonic() - started,
+                       queues={k: [t.name for t in v] for k, v in queues.items()})
+
+
+# --- the real steps -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepSettings:
+    """What the real steps need besides the target (from make's command line)."""
+
+    matrix: Matrix
+    locks_dir: Path
+    render_dir: Path  # <render_dir>/<target>/ holds each rendered build context
+    repository: str = "imgbuild/sglang"  # where builds are tagged (a registry host pushes them)
+    base_override: str | None = None  # --base REF for targets whose base has no digest (made per machine)
+    ca_bundle: Path | None = None
+    pip_index_url: str | None = None
+    model_dirs: Mapping[str, str] = field(default_factory=dict)  # model id -> local directory
+    destination: str | None = None  # HOST[:PORT]/REPO; None: no publish
+    allow_uncertified: bool = False
+    certify_attach_gpus: bool = True
+    certify_timeout_s: float = 1800.0
+    certify_port: int = 30000
+    store_dir: Path | None = None
+
+
+def _matrix_sha(matrix: Matrix) -> str:
+    try:
+        return hashlib.sha256(Path(matrix.path).read_bytes()).hexdigest()
+    except OSError:
+        return "unknown"
+
+
+def default_steps(
+    settings: StepSettings,
+    *,
+    connect_engine: Callable[[], Any],
+    registry: Any = None,
+    gpu_probe: Callable[[], Any] | None = None,
+    progress: Progress | None = None,
+) -> list[Step]:
+    """The six steps over the real flows. Adapters are made on first use, so a
+    make that stops after render never needs a Docker engine or a registry."""
+    from imgbuild.render import bases_of, render_context, resolve_inputs, write_context
+
+    matrix = settings.matrix
+    matrix_sha = _matrix_sha(matrix)
+    rendered: dict[str, Any] = {}
+    lazy: dict[str, Any] = {}
+    lazy_lock = threading.Lock()
+    say = progress or (lambda line: None)
+
+    def engine() -> Any:
+        with lazy_lock:
+            if "engine" not in lazy:
+                lazy["engine"] = connect_engine()
+            return lazy["engine"]
+
+    def model_of(target: TargetSpec) -> str:
+        if not target.model:
+            raise NotApplicable("the target names no model")
+        return settings.model_dirs.get(target.model, target.model)
+
+    # check ---------------------------------------------------------------
+    def check_inputs(target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
+        return {"model": model_of(target), "engine": target.engine, "gpus": target.gpus, "matrix": matrix_sha}
+
+    def check_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        from imgbuild.check import CheckOptions, check_model
+        from imgbuild.hub import hub_for
+
+        model = model_of(target)
+        result = check_model(CheckOptions(model=model, sglang=target.engine, gpu=target.gpus), matrix=matrix,
+                             probe=None, hub=hub_for(model))
+        if not result.supported:
+            raise NegativeVerdict(f"SGLang {target.engine} does not support {target.model}: "
+                                  + "; ".join(result.reasons))
+        return f"SGLang {target.engine} supports {target.model}", {"supported": True}
+
+    # plan ----------------------------------------------------------------
+    def plan_inputs(target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
+        if not target.gpus:
+            raise NotApplicable("the target names no GPUs")
+        return {"model": model_of(target), "flags": list(target.launch_flags), "gpus": target.gpus,
+                "engine": target.engine, "matrix": matrix_sha}
+
+    def plan_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        from imgbuild.hub import hub_for
+        from imgbuild.plan import PlanOptions, plan_launch
+
+        model = model_of(target)
+        result = plan_launch(PlanOptions(model=model, flags=target.launch_flags, gpu=target.gpus,
+                                         sglang=target.engine, suggest=False), matrix=matrix, hub=hub_for(model))
+        if not result.fits:
+            raise NegativeVerdict(f"the launch flags do not fit on {target.gpus}: "
+                                  + "; ".join(result.problems[:2]), hint=f"imgbuild plan {target.model} for fixes")
+        return f"fits: {result.verdict}", {"fits": True, "verdict": result.verdict}
+
+    # render --------------------------------------------------------------
+    def render_target(target: TargetSpec) -> Any:
+        if target.name not in rendered:
+            bases = bases_of(matrix.raw)
+            spec = target
+            pinned = spec.base in bases and bases[spec.base].digest
+            if settings.base_override and not pinned:
+                spec = replace(target, base=settings.base_override)
+            engine_spec = None
+            if spec.kind == "sglang":
+                engine_spec = matrix.engine(spec.engine)
+            inputs = resolve_inputs(spec, bases=bases, engine=engine_spec, locks_dir=settings.locks_dir)
+            rendered[target.name] = render_context(inputs)
+        return rendered[target.name]
+
+    def render_inputs(target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
+        return {"recipe_digest": render_target(target).recipe_digest}
+
+    def render_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        r = render_target(target)
+        out = settings.render_dir / target.name
+        write_context(r, out)
+        return f"{r.tag} in {out}", {"recipe_digest": r.recipe_digest, "tag": r.tag, "dir": str(out)}
+
+    def render_valid(result: Mapping[str, Any]) -> bool:
+        return bool(result.get("dir")) and (Path(result["dir"]) / "Dockerfile").is_file()
+
+    # build ---------------------------------------------------------------
+    def build_inputs(target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
+        return {"recipe_digest": prior["render"]["recipe_digest"], "repository": settings.repository}
+
+    def build_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        from imgbuild.build import BuildOptions, build_image
+
+        record = build_image(engine(), BuildOptions(rendered=render_target(target), repository=settings.repository,
+                                                    ca_bundle=settings.ca_bundle, pip_index_url=settings.pip_index_url))
+        image_id = record.image_id or (engine().image_info(record.image).id if engine().image_info(record.image) else None)
+        return (f"{record.image} ({record.reason})",
+                {"image": record.image, "image_id": image_id, "repo_digest": record.repo_digest})
+
+    def build_valid(result: Mapping[str, Any]) -> bool:
+        info = engine().image_info(result.get("image_id") or result.get("image") or "")
+        return info is not None
+
+    # certify -------------------------------------------------------------
+    def certify_inputs(target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
+        if not target.gpus:
+            raise NotApplicable("the target names no GPUs to certify on")
+        return {"image_id": prior["build"]["image_id"], "gpus": target.gpus, "flags": list(target.launch_flags),
+                "model": target.model, "attach_gpus": settings.certify_attach_gpus}
+
+    def certify_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        import httpx
+
+        from imgbuild import certify as flow
+        from imgbuild.certstore import CertStore
+        from imgbuild.gpus import SNAPSHOT_ENV, default_probe
+
+        model = settings.model_dirs.get(target.model or "", None)
+        snapshot = os.environ.get(SNAPSHOT_ENV)
+        opts = flow.CertifyOptions(
+            image=prior["build"]["image"], gpus=target.gpus or "", launch_flags=tuple(target.launch_flags),
+            target_name=target.name, engine_version=target.engine, cuda=target.cuda,
+            model_dir=model, model_ref=None if model else target.model, attach_gpus=settings.certify_attach_gpus,
+            probe_source=f"snapshot:{snapshot}" if snapshot else "nvml", host_port=settings.certify_port,
+            ready_timeout_s=settings.certify_timeout_s)
+        with httpx.Client(trust_env=False) as http:
+            cert = flow.certify(opts, eng=engine(), probe=(gpu_probe or default_probe)(), matrix=matrix, http=http,
+                                store=CertStore(settings.store_dir), planner=None, progress=say)
+        if cert.get("verdict") == flow.VERDICT_FAIL:
+            failure = cert.get("failure") or {}
+            raise NegativeVerdict(f"certificate {cert['id']}: fail at {failure.get('stage')}: {failure.get('reason')}")
+        return f"{cert['verdict']} ({cert['id']})", {"id": cert["id"], "verdict": cert["verdict"]}
+
+    # publish -------------------------------------------------------------
+    def publish_inputs(target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
+        if not settings.destination:
+            raise NotApplicable("no --to registry")
+        return {"image_id": prior["build"]["image_id"], "certificate": (prior.get("certify") or {}).get("id"),
+                "destination": settings.destination, "allow_uncertified": settings.allow_uncertified}
+
+    def publish_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        from imgbuild.engine import PushAdapter
+        from imgbuild.publish import PublishOptions, load_certificates, publish_image
+
+        if registry is None:
+            raise UsageError("publish needs a registry client")
+        result = publish_image(
+            PublishOptions(source=prior["build"]["image_id"], destination=settings.destination or "",
+                           allow_uncertified=settings.allow_uncertified),
+            engine=PushAdapter(engine()), registry=registry, certificates=load_certificates(settings.store_dir),
+            progress=say)
+        return (f"{result.reference}" + (" (uncertified)" if result.uncertified else ""),
+                {"reference": result.reference, "digest": result.digest, "tags": result.tags,
+                 "uncertified": result.uncertified})
+
+    return [
+        Step("check", check_inputs, check_run),
+        Step("plan", plan_inputs, plan_run),
+        Step("render", render_inputs, render_run, render_valid),
+        Step("build", build_inputs, build_run, build_valid),
+        Step("certify", certify_inputs, certify_run),
+        Step("publish", publish_inputs, publish_run),
+    ]
+
+
+def summary_lines(summary: MakeSummary) -> list[str]:
+    """The table make ends with: target, engine, verdict, image, certificate (and where it went)."""
+    rows = [("target", "engine", "verdict", "image", "certificate", "published")]
+    for o in summary.outcomes:
+        d = o.to_dict()
+        rows.append((o.target, o.engine, o.verdict, d["image"] or "-", d["certificate"] or "-", d["published"] or "-"))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
+    for o in summary.failed:
+        step = o.failed_step or ""
+        lines.append(f"{o.target}: {step} failed: {o.steps[step].get('detail')}")
+    return lines
