@@ -1,0 +1,124 @@
+"""Launch flags read the way each SGLang release's argparse reads them.
+
+The flag tables come from tests/data/server_args.json: scripts/gen_matrix.py run on the real
+wheels of 0.5.9, 0.5.10, 0.5.11, 0.5.12, 0.5.13, 0.5.14 and 0.5.23 (the shipped
+imgbuild/data/server_args.json is the same format).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from imgbuild.errors import UsageError
+from imgbuild.launchflags import parse_flags, split_command, with_flags
+from imgbuild.serverargs import load_server_args
+
+DATA = Path(__file__).resolve().parent / "data" / "server_args.json"
+
+
+@pytest.fixture(scope="module")
+def server_args():
+    return load_server_args(DATA)
+
+
+def parse(server_args, version: str, argv: list[str]):
+    others = {v: server_args.flags_for(v) for v in server_args.versions() if v != version}
+    return parse_flags(argv, server_args.flags_for(version), version=version, other_versions=others)
+
+
+@pytest.mark.parametrize(
+    ("argv", "tp"),
+    [(["--tp", "2"], 2), (["--tp-size", "4"], 4), (["--tensor-parallel-size=8"], 8), ([], 1)],
+    ids=["abbrev-tp", "tp-size", "long-equals", "default"],
+)
+def test_tp_aliases_resolve_to_tp_size(server_args, argv: list[str], tp: int) -> None:
+    assert parse(server_args, "0.5.11", argv).tp_size == tp
+
+
+def test_seed_flags_parse_into_typed_values(server_args) -> None:
+    cfg = parse(
+        server_args,
+        "0.5.11",
+        "--tp 2 --mem-fraction-static 0.85 --context-length 32768 --speculative-algorithm NEXTN "
+        "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4 "
+        "--reasoning-parser qwen3 --disable-radix-cache".split(),
+    )
+    assert (cfg.tp_size, cfg.mem_fraction_static, cfg.context_length) == (2, 0.85, 32768)
+    assert cfg.speculative_algorithm == "NEXTN" and cfg.disable_radix_cache
+    assert cfg.get("speculative_num_draft_tokens") == 4
+    assert cfg.is_set("mem_fraction_static") and not cfg.is_set("max_running_requests")
+    assert cfg.mamba_strategy == "auto"
+
+
+def test_unknown_flag_names_the_close_match(server_args) -> None:
+    with pytest.raises(UsageError) as err:
+        parse(server_args, "0.5.11", ["--mem-fraction-statik", "0.8"])
+    assert "--mem-fraction-static" in err.value.one_line()
+
+
+def test_flag_renamed_in_a_later_release_says_where_it_exists(server_args) -> None:
+    with pytest.raises(UsageError) as err:
+        parse(server_args, "0.5.23", ["--mamba-scheduler-strategy", "no_buffer"])
+    text = err.value.one_line()
+    assert "SGLang 0.5.23 does not know the flag --mamba-scheduler-strategy" in text
+    assert "0.5.9" in text and "--mamba-radix-cache-strategy" in text
+
+
+def test_flag_added_later_is_unknown_to_the_older_release(server_args) -> None:
+    with pytest.raises(UsageError) as err:
+        parse(server_args, "0.5.11", ["--mamba-radix-cache-strategy", "extra_buffer"])
+    assert "exists in SGLang 0.5.14" in err.value.one_line()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--tp", "two"], "invalid int value"),
+        (["--kv-cache-dtype", "fp7"], "invalid choice"),
+        (["--mem-fraction-static"], "expected a value"),
+        (["--disable-radix-cache=yes"], "takes no value"),
+        (["stray"], "unexpected argument"),
+    ],
+    ids=["bad-int", "bad-choice", "missing-value", "flag-with-value", "positional"],
+)
+def test_bad_values_are_usage_errors(server_args, argv: list[str], message: str) -> None:
+    with pytest.raises(UsageError) as err:
+        parse(server_args, "0.5.11", argv)
+    assert message in err.value.one_line()
+
+
+def test_with_flags_sets_and_unsets_dests(server_args) -> None:
+    cfg = parse(server_args, "0.5.11", ["--max-running-requests", "8"])
+    changed = with_flags(cfg, {"max_running_requests": None, "disable_radix_cache": True})
+    assert changed.max_running_requests is None and not changed.is_set("max_running_requests")
+    assert changed.disable_radix_cache
+
+
+@pytest.mark.parametrize(
+    ("command", "model", "flags"),
+    [
+        (
+            "nohup python3 -m sglang.launch_server --model-path /models/Qwen3.6-27B --port 30000 \\\n"
+            "  --tp 2 --mem-fraction-static 0.85 > /var/log/sglang.log 2>&1 &",
+            "/models/Qwen3.6-27B",
+            ("--port", "30000", "--tp", "2", "--mem-fraction-static", "0.85"),
+        ),
+        (
+            "CUDA_VISIBLE_DEVICES=0,1 python -m sglang.launch_server --model=Qwen/Qwen3-8B --tp-size 2",
+            "Qwen/Qwen3-8B",
+            ("--tp-size", "2"),
+        ),
+        ("sglang serve --model-path m --context-length 8192", "m", ("--context-length", "8192")),
+    ],
+    ids=["nohup-redirect", "env-and-equals", "sglang-serve"],
+)
+def test_split_command_finds_model_and_flags(command: str, model: str, flags: tuple[str, ...]) -> None:
+    got = split_command(command)
+    assert (got.model_path, got.flags) == (model, flags)
+
+
+def test_split_command_without_launch_server_is_a_usage_error() -> None:
+    with pytest.raises(UsageError):
+        split_command("python train.py --tp 2")

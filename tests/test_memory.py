@@ -1,0 +1,315 @@
+"""SGLang's memory accounting (imgbuild.memory) held against real start-up logs.
+
+Each case in LOG_CASES names a log excerpt under tests/data/logs/ (its first line cites the
+public thread) and the launch it came from. The figures are read from the log with
+imgbuild.triage.read_figures; the planner gets only what the log shows before weights load
+(F0 = "Load weight end" avail + mem usage) and must reproduce what SGLang logged after:
+weights per GPU within 2 %, KV tokens within 5 %, state pools within 2 %.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from imgbuild.memory import (
+    GIB,
+    MemoryInputs,
+    geometry_from_config,
+    kv_cell_bytes,
+    mamba_state,
+    plan_memory,
+    rules_for,
+    split_weights,
+    startup_allowance_gib,
+    weights_per_gpu_bytes,
+)
+from imgbuild.triage import read_figures
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = ROOT / "tests" / "data" / "logs"
+MODELS = ROOT / "tests" / "data" / "models"
+QWEN36 = ROOT / "examples" / "qwen3.6-27b"
+
+
+def load_geometry(model_dir: Path):
+    config = json.loads((model_dir / "config.json").read_text())
+    index_path = model_dir / "model.safetensors.index.json"
+    meta: dict[str, Any] = {}
+    if index_path.exists():
+        meta = json.loads(index_path.read_text()).get("metadata", {})
+    return geometry_from_config(
+        config, checkpoint_bytes=meta.get("total_size"), checkpoint_parameters=meta.get("total_parameters")
+    )
+
+
+def log_lines(name: str) -> list[str]:
+    lines = (LOGS / name).read_text().splitlines()
+    assert lines[0].startswith("# source: "), f"{name}: first line must cite its thread"
+    return lines
+
+
+@dataclass(frozen=True)
+class LogCase:
+    id: str
+    log: str
+    model: Path
+    version: str
+    inputs: dict[str, Any]
+    verdict: str
+    f0_gib: float | None = None  # when the log shows no "Load weight end" pair
+    expect: dict[str, float] = field(default_factory=dict)  # figures the log states in prose
+
+
+LOG_CASES = [
+    LogCase(
+        "qwq-32b-l4x4-tp4-0.4.3",
+        "qwq-32b.l4x4-tp4.llms-in-clouds.txt",
+        MODELS / "qwq-32b",
+        "0.4.3.post4",
+        dict(tp_size=4, mem_fraction_static=0.85, chunked_prefill_size=2048, cuda_graph_max_bs=80, gpu_total_mib=23034),
+        "fits",
+    ),
+    LogCase(
+        "llama-3.1-8b-h100-tp1",
+        "llama-3.1-8b.h100-tp1.sglang-pr-4760.txt",
+        MODELS / "llama-3.1-8b",
+        "0.4.4",
+        dict(tp_size=1, mem_fraction_static=0.88, gpu_total_mib=81559),
+        "fits",
+    ),
+    LogCase(
+        "qwen3.8-27b-fp8-h100-tp1-0.5.18",
+        "qwen3.8-27b-fp8.h100-tp1.otel.txt",
+        MODELS / "qwen3.8-27b-fp8",
+        "0.5.18",
+        dict(tp_size=1, mem_fraction_static=0.85, max_running_requests=32, gpu_total_mib=81559),
+        "fits",
+        expect={"max_running_requests": 24},
+    ),
+    LogCase(
+        "qwen3.6-27b-a100-tp1-nextn-0.5.17",
+        "qwen3.6-27b.a100-80g-tp1-nextn.txt",
+        QWEN36,
+        "0.5.17",
+        dict(
+            tp_size=1, mem_fraction_static=0.88, max_running_requests=4, speculative_algorithm="NEXTN",
+            speculative_num_steps=5, speculative_eagle_topk=1, speculative_num_draft_tokens=6,
+            mamba_ssm_dtype="bfloat16", gpu_total_mib=81920,
+        ),
+        "fits",
+        f0_gib=80.0 - startup_allowance_gib(1),
+        expect={"target_weights_gib": 51.05, "draft_load_gib": 5.53, "intermediate_ssm_gib": 2.11},
+    ),
+    LogCase(
+        "qwen3.6-27b-a6000x2-tp2-0.5.9-seed",
+        "qwen3.6-27b.a6000x2-tp2.seed.txt",
+        QWEN36,
+        "0.5.9",
+        dict(
+            tp_size=2, mem_fraction_static=0.85, context_length=65536, speculative_algorithm="NEXTN",
+            speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4, gpu_total_mib=49140,
+        ),
+        "does-not-fit",
+        f0_gib=49140 / 1024 - startup_allowance_gib(2),
+    ),
+    LogCase(
+        "qwen3-next-80b-1gpu-int8dq",
+        "qwen3-next-80b.int8dq-1gpu.sglang-10736.txt",
+        MODELS / "qwen3-next-80b-a3b",
+        "0.5.2",
+        dict(tp_size=1),
+        "does-not-fit",
+        f0_gib=95.08 - startup_allowance_gib(1),
+    ),
+]
+
+
+def plan_case(case: LogCase):
+    lines = log_lines(case.log)
+    figures = read_figures(lines)
+    f0 = case.f0_gib
+    if f0 is None:
+        f0 = figures.avail_after_load_gib + figures.weights_gib
+    geometry = load_geometry(case.model)
+    plan = plan_memory(MemoryInputs(rules=rules_for(case.version), geometry=geometry, free_before_load_gib=f0, **case.inputs))
+    return plan, figures, lines
+
+
+def rel_err(planned: float, logged: float) -> float:
+    return abs(planned - logged) / logged
+
+
+@pytest.mark.parametrize("case", LOG_CASES, ids=[c.id for c in LOG_CASES])
+def test_plan_gives_the_verdict_the_log_shows(case: LogCase) -> None:
+    plan, _, lines = plan_case(case)
+    assert plan.verdict == case.verdict, (plan.failure, plan.refusal, plan.problems)
+    text = "\n".join(lines)
+    if plan.failure and "Not enough memory" in text:
+        assert "Not enough memory. Please try to increase --mem-fraction-static." in plan.failure
+    if "CUDA out of memory" in text:
+        assert plan.failure is not None and "out of memory" in plan.failure
+
+
+@pytest.mark.parametrize("case", [c for c in LOG_CASES if c.f0_gib is None], ids=lambda c: c.id)
+def test_weights_per_gpu_within_2_percent_of_load_weight_end(case: LogCase) -> None:
+    plan, figures, _ = plan_case(case)
+    assert rel_err(plan.weights_gib, figures.weights_gib) <= 0.02
+
+
+@pytest.mark.parametrize("case", [c for c in LOG_CASES if c.f0_gib is None], ids=lambda c: c.id)
+def test_kv_tokens_within_5_percent_given_the_logged_free_memory(case: LogCase) -> None:
+    plan, figures, lines = plan_case(case)
+    logged = figures.kv_tokens
+    if logged is None:  # 0.5.1x logs "KV Cache is allocated. dtype: ..., #tokens: N", which read_figures skips
+        logged = int(next(re.search(r"#tokens: (\d+)", x).group(1) for x in lines if "KV Cache is allocated" in x))
+    assert rel_err(plan.kv_tokens, logged) <= 0.05
+
+
+def test_hybrid_state_pool_within_2_percent_of_mamba_cache_line() -> None:
+    case = next(c for c in LOG_CASES if c.id.startswith("qwen3.8-27b-fp8"))
+    plan, figures, lines = plan_case(case)
+    assert rel_err(plan.mamba_slots, figures.state_slots) <= 0.02
+    assert rel_err(plan.state_gib, figures.state_gib) <= 0.02
+    # SGLang caps max_running_requests at slots // 5 (extra_buffer with overlap): one slot of 124 apart
+    assert abs(plan.max_running_requests - case.expect["max_running_requests"]) <= 1
+    assert any("capped to 24" in line for line in lines)
+
+
+def test_draft_and_intermediate_states_match_the_nextn_log() -> None:
+    case = next(c for c in LOG_CASES if c.id.startswith("qwen3.6-27b-a100"))
+    plan, _, lines = plan_case(case)
+    draft_line = next(line for line in lines if "Qwen3_5ForCausalLMMTP" in line)
+    draft_logged = float(re.search(r"mem usage=([\d.]+) GB", draft_line).group(1))
+    # the draft runner loads the MTP layer plus its own copy of embed_tokens and lm_head
+    assert rel_err(plan.draft_weights_gib + plan.draft_transient_gib, draft_logged) <= 0.02
+    assert rel_err(plan.weights_gib, case.expect["target_weights_gib"]) <= 0.02
+    assert rel_err(plan.intermediate_ssm_gib, case.expect["intermediate_ssm_gib"]) <= 0.02
+
+
+def test_qwen36_shapes_account_for_every_parameter_of_the_checkpoint() -> None:
+    g = load_geometry(QWEN36)
+    split = split_weights(g, tp=1)
+    assert split.model_total_params == g.checkpoint_parameters
+    assert split.unexplained_params == 0
+
+
+@pytest.mark.parametrize(
+    ("tp", "expected_mib"),
+    [(1, 146.81), (2, 146.81 / 2)],
+    ids=["tp1", "tp2"],
+)
+def test_gdn_state_per_request_matches_sglang_mamba_cache_per_req(tp: int, expected_mib: float) -> None:
+    """SGLang logged mamba_cache_per_req=146.81 MB for this model at TP 1 (OTel README, tests/data/logs)."""
+    state = mamba_state(load_geometry(QWEN36), attn_tp=tp)
+    assert state is not None
+    assert state.per_request_bytes / 2**20 == pytest.approx(expected_mib, abs=0.01)
+
+
+def test_bfloat16_ssm_state_halves_the_temporal_part_only() -> None:
+    g = load_geometry(QWEN36)
+    f32, bf16 = mamba_state(g, attn_tp=2), mamba_state(g, attn_tp=2, ssm_dtype_flag="bfloat16")
+    assert bf16.ssm_bytes * 2 == f32.ssm_bytes and bf16.conv_bytes == f32.conv_bytes
+
+
+@pytest.mark.parametrize(
+    ("config", "tp", "kv_dtype", "cell"),
+    [
+        # only the 16 full-attention layers of the hybrid hold KV; 4 KV heads split over TP 2
+        ({"file": QWEN36}, 2, "auto", 2 * (256 + 256) * 16 * 2),
+        ({"file": QWEN36}, 8, "auto", 1 * (256 + 256) * 16 * 2),  # fewer KV heads than TP: one each
+        ({"file": QWEN36}, 2, "fp8_e4m3", 2 * (256 + 256) * 16 * 1),
+        ({"file": MODELS / "llama-3.1-8b"}, 1, "auto", 8 * 256 * 32 * 2),
+        # MLA: the latent (kv_lora_rank + rope dims) per layer, the same on every TP rank
+        (
+            {"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168, "num_hidden_layers": 61,
+             "num_attention_heads": 128, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+             "v_head_dim": 128, "torch_dtype": "bfloat16"},
+            8, "auto", (512 + 64) * 61 * 2,
+        ),
+    ],
+    ids=["hybrid-tp2", "hybrid-tp8", "hybrid-fp8", "llama", "mla"],
+)
+def test_kv_cell_bytes_follow_sglang_cell_size(config: dict, tp: int, kv_dtype: str, cell: int) -> None:
+    g = load_geometry(config["file"]) if "file" in config else geometry_from_config(config)
+    assert kv_cell_bytes(g, attn_tp=tp, kv_cache_dtype=kv_dtype) == cell
+
+
+@pytest.mark.parametrize(
+    ("version", "era", "spec_reserve", "refuses"),
+    [
+        ("0.5.9", "0.5.9", 2048, "auto-disable"),
+        ("0.4.3.post4", "0.5.9", 2048, "auto-disable"),
+        ("0.5.10", "0.5.10", 4096, "refuse"),
+        ("0.5.11", "0.5.10", 4096, "refuse"),
+        ("0.5.13", "0.5.10", 4096, "refuse"),
+        ("0.5.14", "0.5.14", 0, "extra-buffer"),
+        ("0.5.23", "0.5.14", 0, "extra-buffer"),
+    ],
+)
+def test_rules_follow_the_release_that_changed_them(version: str, era: str, spec_reserve: int, refuses: str) -> None:
+    rules = rules_for(version)
+    assert (rules.era, rules.spec_reserve_mib, rules.hybrid_spec_radix) == (era, spec_reserve, refuses)
+
+
+def test_default_mem_fraction_follows_server_args_formula_for_a_vlm() -> None:
+    """0.5.11 on 2 x RTX A6000 (49140 MiB), TP 2, no speculation: chunked prefill 4096 and graph bs 32
+    (the < 60 GiB tier), reserve 512 + 4096*1.5 + 32*2 + 2/8*1024 = 6976 MiB, mfs round(1 - 6976/49140, 3)
+    = 0.858; a multimodal model then scales it by 0.95 x (1 - 0.1 x (24*1152^2/(24*1024^2) - 1))."""
+    g = load_geometry(QWEN36)
+    plan = plan_memory(MemoryInputs(rules=rules_for("0.5.11"), geometry=g, tp_size=2, gpu_total_mib=49140, free_before_load_gib=46.8))
+    vit = 1 - 0.1 * (1152**2 / 1024**2 - 1)
+    assert plan.mem_fraction_static == pytest.approx(round(1 - 6976 / 49140, 3) * 0.95 * vit)
+    assert (plan.chunked_prefill_size, plan.cuda_graph_max_bs) == (4096, 32)
+
+
+def test_speculation_defaults_to_48_running_requests_and_steps_plus_one_drafts() -> None:
+    g = load_geometry(QWEN36)
+    plan = plan_memory(
+        MemoryInputs(
+            rules=rules_for("0.5.11"), geometry=g, tp_size=2, gpu_total_mib=49140, free_before_load_gib=46.8,
+            mem_fraction_static=0.85, speculative_algorithm="NEXTN", speculative_num_steps=3,
+            speculative_eagle_topk=1, speculative_num_draft_tokens=7, disable_radix_cache=True,
+        )
+    )
+    assert plan.speculative_num_draft_tokens == 4
+    assert plan.mamba_slots == 48  # radix cache off and max_running_requests set: one slot per request
+    per_req = mamba_state(g, attn_tp=2).per_request_bytes
+    assert plan.spec_intermediate_gib == pytest.approx(per_req * 48 * 4 / GIB)
+
+
+def test_refusal_quotes_sglang_0_5_11_error_exactly() -> None:
+    g = load_geometry(QWEN36)
+    plan = plan_memory(
+        MemoryInputs(rules=rules_for("0.5.11"), geometry=g, tp_size=2, free_before_load_gib=46.8,
+                     mem_fraction_static=0.85, speculative_algorithm="NEXTN")
+    )
+    assert plan.verdict == "refused"
+    assert plan.refusal == (
+        "ValueError: Speculative decoding for Qwen3_5ForConditionalGeneration is not compatible with radix cache "
+        "when using --mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please use "
+        "--mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1."
+    )
+
+
+def test_weights_per_gpu_shrink_with_tp_but_keep_replicated_parts() -> None:
+    g = load_geometry(QWEN36)
+    one = weights_per_gpu_bytes(g, split_weights(g, tp=1), tp=1)
+    two = weights_per_gpu_bytes(g, split_weights(g, tp=2), tp=2)
+    assert one / 2 < two < one / 2 * 1.01
+
+
+def test_data_modules_import_no_adapter_library() -> None:
+    code = (
+        "import sys, imgbuild.memory, imgbuild.launchflags, imgbuild.serverargs, imgbuild.plan; "
+        "print(sorted(m for m in ('docker', 'httpx', 'pynvml', 'click') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

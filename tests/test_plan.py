@@ -1,0 +1,176 @@
+"""`imgbuild plan`: the seed's launch and its variants end to end, bad input, the CLI contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from imgbuild.cli import cli, main
+from imgbuild.errors import EnvironmentUnavailable, UsageError
+from imgbuild.gpus import SnapshotProbe
+from imgbuild.matrix import load_matrix
+from imgbuild.plan import PlanOptions, plan_launch
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = str(ROOT / "examples" / "qwen3.6-27b")
+SERVER_ARGS = str(ROOT / "tests" / "data" / "server_args.json")
+GPU_SNAPSHOTS = ROOT / "tests" / "data" / "gpus"
+SEED_FLAGS = (
+    "--tp 2 --mem-fraction-static 0.85 --context-length 32768 --speculative-algorithm NEXTN "
+    "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4"
+).split()
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    return load_matrix()
+
+
+def plan(matrix, *flags: str, sglang: str = "0.5.11", gpu: str | None = "RTX A6000x2", probe=None, **kw):
+    opts = PlanOptions(model=MODEL, flags=tuple(flags), gpu=gpu, sglang=sglang, server_args_path=SERVER_ARGS, **kw)
+    return plan_launch(opts, matrix=matrix, probe=probe)
+
+
+def test_plan_refuses_radix_cache_with_spec_on_0_5_11(matrix) -> None:
+    result = plan(matrix, *SEED_FLAGS)
+    assert result.verdict == "refused" and not result.fits
+    assert result.problems[0].startswith(
+        "ValueError: Speculative decoding for Qwen3_5ForConditionalGeneration is not compatible with radix cache"
+    )
+    assert result.suggestions and all(s.verdict == "fits" for s in result.suggestions)
+    # every suggestion keeps what SGLang demands here: no radix cache
+    assert all("--disable-radix-cache" in s.flags for s in result.suggestions)
+    costs = [s.cost for s in result.suggestions]
+    assert costs == sorted(costs)
+
+
+def test_seed_with_disable_radix_cache_runs_out_of_memory_on_0_5_11(matrix) -> None:
+    """48 default running requests x 4 draft tokens of 73 MiB hybrid state eat the whole pool."""
+    result = plan(matrix, *SEED_FLAGS, "--disable-radix-cache")
+    assert result.verdict == "does-not-fit"
+    assert "Not enough memory. Please try to increase --mem-fraction-static." in result.problems[0]
+    assert result.plan.max_running_requests == 48 and result.plan.mamba_slots == 48
+    fixes = {" ".join(s.flags) for s in result.suggestions}
+    assert "--mamba-ssm-dtype bfloat16" in fixes
+    # each suggestion was re-planned: replaying it gives the same verdict and pool
+    first = result.suggestions[0]
+    again = plan(matrix, *SEED_FLAGS, "--disable-radix-cache", *first.flags)
+    assert (again.verdict, again.plan.kv_tokens) == ("fits", first.kv_tokens)
+
+
+def test_seed_on_0_5_9_only_warns_then_runs_out_of_memory(matrix) -> None:
+    result = plan(matrix, *SEED_FLAGS, sglang="0.5.9")
+    assert result.verdict == "does-not-fit"
+    assert not result.plan.radix_cache
+    assert any("disables the radix cache" in n for n in result.plan.notes)
+    assert "self.server_args.mem_fraction_static=0.85" in result.problems[0]
+
+
+def test_seed_fits_on_0_5_23_where_auto_picks_extra_buffer(matrix) -> None:
+    result = plan(matrix, *SEED_FLAGS, sglang="0.5.23")
+    assert result.verdict == "fits"
+    assert result.plan.mamba_strategy == "extra_buffer"
+    assert result.plan.kv_tokens >= 32768
+
+
+def test_json_has_the_agreed_fields(matrix) -> None:
+    data = plan(matrix, *SEED_FLAGS, "--disable-radix-cache").to_dict()
+    for key in ("fits", "verdict", "mem_fraction_static", "max_running_requests", "problems", "suggestions"):
+        assert key in data
+    for key in ("total_gib", "free_before_load_gib", "weights_gib", "kv_cell_bytes", "kv_tokens", "mamba_slots",
+                "mamba_state_gib", "draft_gib", "reserve_gib"):
+        assert key in data["per_gpu"]
+    assert set(data["suggestions"][0]) >= {"flags", "verdict", "kv_tokens"}
+    json.dumps(data)
+
+
+def test_command_line_is_parsed_like_flags(matrix) -> None:
+    command = "nohup python -m sglang.launch_server --model-path " + MODEL + " " + " ".join(SEED_FLAGS) + " > log 2>&1 &"
+    opts = PlanOptions(command=command, gpu="RTX A6000x2", sglang="0.5.11", server_args_path=SERVER_ARGS)
+    result = plan_launch(opts, matrix=matrix)
+    assert result.verdict == "refused" and result.launch_flags == tuple(SEED_FLAGS)
+
+
+def test_live_gpus_come_from_the_probe(matrix) -> None:
+    probe = SnapshotProbe(GPU_SNAPSHOTS / "a6000x2-clean.json")
+    result = plan(matrix, *SEED_FLAGS, "--disable-radix-cache", "--mamba-ssm-dtype", "bfloat16", gpu=None, probe=probe)
+    seen = probe.read().devices
+    assert result.gpu_source == "nvml" and result.gpu_count == len(seen)
+    assert result.plan.free_before_load_gib == pytest.approx(
+        min(d.memory_free_mib for d in seen[:2]) / 1024 - result.allowance_gib
+    )
+
+
+def test_leftover_processes_shrink_f0(matrix) -> None:
+    clean = plan(matrix, "--tp", "2", gpu=None, probe=SnapshotProbe(GPU_SNAPSHOTS / "a6000x2-clean.json"))
+    busy = plan(matrix, "--tp", "2", gpu=None, probe=SnapshotProbe(GPU_SNAPSHOTS / "a6000x2-leftover.json"))
+    assert busy.plan.free_before_load_gib < clean.plan.free_before_load_gib
+    assert busy.plan.kv_tokens < clean.plan.kv_tokens
+
+
+@pytest.mark.parametrize(
+    ("flags", "gpu", "message"),
+    [
+        (["--tp", "4"], "RTX A6000x2", "needs 4 GPUs"),
+        (["--tp", "5"], "RTX A6000x8", "does not divide the 24 attention heads"),
+        (["--tp", "3"], "RTX A6000x4", "one must divide the other"),
+        (["--speculative-algoritm", "NEXTN"], "RTX A6000x2", "did you mean --speculative-algorithm"),
+        (["--tp", "2"], "Radeon 9000x2", "unknown GPU"),
+    ],
+    ids=["more-tp-than-gpus", "tp-not-dividing-heads", "tp-not-dividing-kv-heads", "unknown-flag", "unknown-gpu"],
+)
+def test_bad_input_is_a_usage_error(matrix, flags: list[str], gpu: str, message: str) -> None:
+    with pytest.raises(UsageError) as err:
+        plan(matrix, *flags, gpu=gpu)
+    assert message in err.value.one_line()
+
+
+def test_no_gpu_and_no_driver_is_environment_unavailable(matrix, monkeypatch, tmp_path) -> None:
+    empty = tmp_path / "none.json"
+    empty.write_text(json.dumps({"driver_version": "", "cuda_driver_version": "", "devices": []}))
+    with pytest.raises(EnvironmentUnavailable):
+        plan(matrix, "--tp", "1", gpu=None, probe=SnapshotProbe(empty))
+
+
+@pytest.fixture()
+def cli_env(monkeypatch):
+    monkeypatch.setenv("IMGBUILD_SERVER_ARGS", SERVER_ARGS)
+
+
+def test_cli_prints_the_table_then_exits_1_when_refused(cli_env, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["plan", MODEL, "--gpu", "RTX A6000x2", "--sglang", "0.5.11", "--", *SEED_FLAGS])
+    assert exit_.value.code == 1
+    out, err = capsys.readouterr()
+    assert "Load weight end. mem usage" in out and "KV Cache is allocated. #tokens" in out
+    assert "verdict: refused" in out
+    assert err.startswith("imgbuild: refused: ValueError: Speculative decoding")
+
+
+def test_cli_json_fits_exits_0(cli_env) -> None:
+    result = CliRunner().invoke(
+        cli, ["plan", MODEL, "--gpu", "RTX A6000x2", "--sglang", "0.5.23", "--json", "--", *SEED_FLAGS]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["fits"] is True and data["verdict"] == "fits"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["plan", MODEL, "--gpu", "RTX A6000x2", "--sglang", "0.5.11", "--", "--tp", "4"],
+        ["plan", MODEL, "--gpu", "RTX A6000x2", "--sglang", "0.5.11", "--", "--no-such-flag"],
+        ["plan", MODEL, "--gpu", "nope", "--sglang", "0.5.11", "--", "--tp", "2"],
+    ],
+    ids=["tp-too-large", "unknown-flag", "unknown-gpu"],
+)
+def test_cli_bad_input_is_one_line_exit_2(cli_env, capsys, argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("imgbuild: error: ")
