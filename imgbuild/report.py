@@ -105,6 +105,7 @@ code{font-size:.85em}
 .step-done,.step-skipped-same{color:#0e5a26}
 .step-failed{color:#8a1414;font-weight:600}
 .step-skipped,.step-pending{color:#7b8294}
+.step-detail{display:block;font-size:.75rem;color:#8a1414;max-width:22rem}
 details summary{cursor:pointer}
 details table{border-collapse:collapse;margin:.4rem 0}
 details td{border:none;padding:.1rem .6rem .1rem 0}
@@ -124,6 +125,8 @@ def _steps_html(steps: Mapping[str, Mapping[str, Any]]) -> str:
         detail = escape(str(s.get("detail") or ""), quote=True)
         parts.append(f'<span class="step step-{escape(status)}" data-step="{step}" data-step-status="{escape(status)}" '
                      f'title="{detail}">{step}: {escape(status)}</span>')
+        if status == "failed" and detail:
+            parts.append(f'<span class="step-detail">{detail}</span>')
     return "<br>".join(parts)
 
 
