@@ -117,6 +117,9 @@ class PlanResult:
             "chunked_prefill_size": p.chunked_prefill_size,
             "cuda_graph_max_bs": p.cuda_graph_max_bs,
             "radix_cache": p.radix_cache,
+            "mamba_strategy": p.mamba_strategy,
+            "speculative_algorithm": p.speculative_algorithm,
+            "speculative_num_draft_tokens": p.speculative_num_draft_tokens,
             "per_gpu": {
                 "total_gib": round(self.gpu_total_mib / 1024, 3),
                 "startup_allowance_gib": round(self.allowance_gib, 3),
@@ -135,6 +138,7 @@ class PlanResult:
                 "draft_kv_gib": round(p.draft_kv_gib, 3),
                 "draft_transient_gib": round(p.draft_transient_gib, 3),
                 "reserve_gib": round(p.reserve_gib, 3),
+                "intermediate_ssm_gib": round(p.intermediate_ssm_gib, 3),
                 "runtime_need_gib": round(p.runtime_need_gib, 3),
                 "memory_pool_end_avail_gib": round(p.memory_pool_end_avail_gib, 3),
             },
@@ -376,57 +380,79 @@ def _more_gpus(base: MemoryInputs, gpus: GpuView) -> list[tuple[tuple[str, ...],
 
 
 def suggest_changes(base: MemoryInputs, plan: MemoryPlan, gpus: GpuView, *, limit: int = 6) -> tuple[Suggestion, ...]:
-    """Re-plan candidate changes (alone and in pairs) and rank those that fit by cost."""
+    """Re-plan candidate changes (alone and in pairs) and rank those that fit by cost.
+
+    A refusal first needs the change SGLang's error asks for; where it offers two (the radix
+    cache rule of 0.5.10-0.5.13: --disable-radix-cache, or --mamba-scheduler-strategy
+    extra_buffer), both are searched.
+    """
     if plan.fits:
         return ()
-    required: list[tuple[tuple[str, ...], str, int, MemoryInputs]] = []
-    start = base
-    if plan.refusal and "radix cache" in plan.refusal:
-        start = replace(base, disable_radix_cache=True)
-        required.append((("--disable-radix-cache",), "no prefix caching (SGLang refuses the radix cache here)", COST_NO_RADIX, start))
+    starts: list[tuple[tuple[str, ...], list[str], int, MemoryInputs]] = [((), [], 0, base)]
     if plan.refusal and "context_length" in plan.refusal:
-        start = replace(start, context_length=base.geometry.max_position_embeddings)
-        required.append((("--context-length", str(base.geometry.max_position_embeddings)), "the model's context length", COST_CONTEXT, start))
-    pre_flags = tuple(f for r in required for f in r[0])
-    pre_cost = sum(r[2] for r in required)
-    pre_desc = [r[1] for r in required]
-
-    moves = [m for m in _moves(start, plan_memory(start), gpus) if not (required and m.name == "radix")]
+        ctx = base.geometry.max_position_embeddings
+        starts = [(("--context-length", str(ctx)), ["the model's context length"], COST_CONTEXT,
+                   replace(base, context_length=ctx))]
+    if plan.refusal and "radix cache" in plan.refusal:
+        flags0, desc0, cost0, inp0 = starts[0]
+        starts = [
+            (flags0 + ("--disable-radix-cache",), desc0 + ["no prefix caching (SGLang refuses the radix cache here)"],
+             cost0 + COST_NO_RADIX, replace(inp0, disable_radix_cache=True)),
+            (flags0 + ("--mamba-scheduler-strategy", "extra_buffer"),
+             desc0 + ["radix cache kept with extra_buffer state tracking (needs SGLANG_ENABLE_SPEC_V2=1, the default)"],
+             cost0 + COST_MFS, replace(inp0, mamba_strategy="extra_buffer")),
+        ]
     found: dict[tuple[str, ...], Suggestion] = {}
     best_misses: list[Suggestion] = []
+    # what the user's flags ask for (SGLang's own default of 48 with EAGLE-family speculation)
+    wanted = base.max_running_requests or (48 if base.speculative_algorithm and base.speculative_algorithm != "NGRAM" else None)
 
-    def consider(flags: tuple[str, ...], desc: list[str], cost: int, inp: MemoryInputs, gpu_arg: str | None = None) -> bool:
-        p = plan_memory(inp)
-        s = Suggestion(pre_flags + flags, "; ".join(pre_desc + desc), pre_cost + cost, p.verdict, p.kv_tokens, p.max_running_requests, gpu_arg)
-        if p.fits:
-            key = tuple(sorted(s.flags))
-            if key not in found or found[key].cost > s.cost:
-                found[key] = s
-            return True
-        best_misses.append(s)
-        return False
+    for pre_flags, pre_desc, pre_cost, start in starts:
+        start_plan = plan_memory(start)
+        if start_plan.refusal:
+            continue
+        moves = [m for m in _moves(start, start_plan, gpus) if not (pre_flags and m.name == "radix")]
 
-    if required:
-        consider((), [], 0, start)
-    for size in (1, 2):
-        for combo in itertools.combinations(moves, size):
-            # a ladder move tries its values in order and keeps the first that fits
-            def expand(idx: int, inp: MemoryInputs, flags: tuple[str, ...], desc: list[str], cost: int) -> bool:
-                if idx == len(combo):
-                    return consider(flags, desc, cost, inp)
-                move = combo[idx]
-                for mflags, mdesc, minp in move.options(inp):
-                    if expand(idx + 1, minp, flags + mflags, desc + [mdesc], cost + move.cost):
-                        return True
-                return False
+        def consider(flags: tuple[str, ...], desc: list[str], cost: int, inp: MemoryInputs, gpu_arg: str | None = None) -> bool:
+            p = plan_memory(inp)
+            # a launch that starts but serves few requests at once costs throughput: rank it lower
+            asked = inp.max_running_requests or wanted
+            penalty = 0
+            if asked and p.max_running_requests < asked:
+                penalty = 1 if p.max_running_requests * 2 >= asked else 2 if p.max_running_requests >= 8 else 4
+                desc = desc + [f"only {p.max_running_requests} requests at once"]
+            s = Suggestion(pre_flags + flags, "; ".join(pre_desc + desc), pre_cost + cost + penalty, p.verdict,
+                           p.kv_tokens, p.max_running_requests, gpu_arg)
+            if p.fits:
+                key = tuple(sorted(s.flags))
+                if key not in found or found[key].cost > s.cost:
+                    found[key] = s
+                return True
+            best_misses.append(s)
+            return False
 
-            expand(0, start, (), [], 0)
-    for flags, desc, inp, gpu_arg in _more_gpus(start, gpus):
-        if not consider(flags, [desc], COST_MORE_GPUS, inp, gpu_arg):
-            for move in moves:
-                if move.name in ("mfs", "mrr", "ssm"):
-                    if any(consider(flags + mf, [desc, md], COST_MORE_GPUS + move.cost, mi, gpu_arg) for mf, md, mi in move.options(inp)):
-                        break
+        if pre_flags:
+            consider((), [], 0, start)
+        for size in (1, 2):
+            for combo in itertools.combinations(moves, size):
+                # a ladder move tries its values in order and keeps the first that fits
+                def expand(idx: int, inp: MemoryInputs, flags: tuple[str, ...], desc: list[str], cost: int) -> bool:
+                    if idx == len(combo):
+                        return consider(flags, desc, cost, inp)
+                    move = combo[idx]
+                    for mflags, mdesc, minp in move.options(inp):
+                        if expand(idx + 1, minp, flags + mflags, desc + [mdesc], cost + move.cost):
+                            return True
+                    return False
+
+                expand(0, start, (), [], 0)
+        for flags, desc, inp, gpu_arg in _more_gpus(start, gpus):
+            if not consider(flags, [desc], COST_MORE_GPUS, inp, gpu_arg):
+                for move in moves:
+                    if move.name in ("mfs", "mrr", "ssm"):
+                        if any(consider(flags + mf, [desc, md], COST_MORE_GPUS + move.cost, mi, gpu_arg)
+                               for mf, md, mi in move.options(inp)):
+                            break
     ranked = sorted(found.values(), key=lambda s: (s.cost, len(s.flags), -s.kv_tokens))
     # a change that already fits makes every superset of it a worse offer
     kept: list[Suggestion] = []

@@ -41,8 +41,8 @@ def test_plan_refuses_radix_cache_with_spec_on_0_5_11(matrix) -> None:
         "ValueError: Speculative decoding for Qwen3_5ForConditionalGeneration is not compatible with radix cache"
     )
     assert result.suggestions and all(s.verdict == "fits" for s in result.suggestions)
-    # every suggestion keeps what SGLang demands here: no radix cache
-    assert all("--disable-radix-cache" in s.flags for s in result.suggestions)
+    # every suggestion makes one of the two changes SGLang's error asks for
+    assert all("--disable-radix-cache" in s.flags or "extra_buffer" in s.flags for s in result.suggestions)
     costs = [s.cost for s in result.suggestions]
     assert costs == sorted(costs)
 
