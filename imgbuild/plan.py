@@ -185,6 +185,7 @@ class GpuView:
     free_gib: float  # F0 on the GPUs the launch uses
     allowance_gib: float
     source: str
+    holders: tuple[str, ...] = ()  # processes already holding memory on the GPUs the launch uses
 
 
 def read_gpus(options_gpu: str | None, *, matrix: Any, probe: Any, world: int, tp: int, pp: int) -> GpuView:
@@ -202,7 +203,12 @@ def read_gpus(options_gpu: str | None, *, matrix: Any, probe: Any, world: int, t
     used = host.devices[: max(1, world)]
     free = min(d.memory_free_mib for d in used) / 1024 - allowance
     total = min(d.memory_total_mib for d in host.devices)
-    return GpuView(host.devices[0].name, len(host.devices), float(total), free, allowance, "nvml")
+    holders = tuple(
+        f"GPU {d.index}: pid {proc.pid} ({proc.name}) holds {proc.used_memory_mib} MiB"
+        for d in used
+        for proc in d.processes
+    )
+    return GpuView(host.devices[0].name, len(host.devices), float(total), free, allowance, "nvml", holders)
 
 
 def check_parallelism(g: ModelGeometry, launch: LaunchConfig, gpu_count: int, gpu_name: str) -> None:
@@ -514,6 +520,7 @@ def plan_launch(options: PlanOptions, *, matrix: Any, probe: Any = None, hub: An
     gpus = read_gpus(options.gpu, matrix=matrix, probe=probe, world=world, tp=launch.tp_size, pp=launch.pp_size)
     check_parallelism(geometry, launch, gpus.count, gpus.name)
 
+    notes.extend(f"{h}: F0 is what it leaves" for h in gpus.holders)
     rules = rules_for(version)
     if not rules.verified:
         notes.append(f"SGLang {version}: accounting rules of the {rules.era} family (read in 0.5.9, 0.5.10-0.5.14, 0.5.23)")
@@ -558,7 +565,8 @@ def plan_lines(result: PlanResult) -> list[str]:
     if result.gpu_source == "--gpu":
         row("- CUDA context + NCCL (imgbuild allowance, from real logs)", f"-{result.allowance_gib:.2f}")
     else:
-        row("NVML free now, less CUDA context + NCCL allowance", f"-{result.allowance_gib:.2f}")
+        row("NVML memory free now (smallest of the GPUs the launch uses)", f"{p.free_before_load_gib + result.allowance_gib:.2f}")
+        row("- CUDA context + NCCL (imgbuild allowance, from real logs)", f"-{result.allowance_gib:.2f}")
     row("Load weight begin. avail mem  (F0)", f"{p.free_before_load_gib:.2f}")
     row("Load weight end. mem usage  (target weights)", f"{p.weights_gib:.2f}")
     row("Load weight end. avail mem", f"{p.avail_after_load_gib:.2f}")

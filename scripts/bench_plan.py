@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--server-args", default=str(ROOT / "tests" / "data" / "server_args.json"))
+    parser.add_argument("--server-args", default=None, help="flag data (default: the shipped imgbuild/data/server_args.json)")
     parser.add_argument("--count", type=int, default=1000)
     args = parser.parse_args()
 

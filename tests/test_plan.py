@@ -16,7 +16,7 @@ from imgbuild.plan import PlanOptions, plan_launch
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = str(ROOT / "examples" / "qwen3.6-27b")
-SERVER_ARGS = str(ROOT / "tests" / "data" / "server_args.json")
+SERVER_ARGS = str(ROOT / "imgbuild" / "data" / "server_args.json")
 GPU_SNAPSHOTS = ROOT / "tests" / "data" / "gpus"
 SEED_FLAGS = (
     "--tp 2 --mem-fraction-static 0.85 --context-length 32768 --speculative-algorithm NEXTN "
