@@ -22,18 +22,27 @@ WHEELS = ROOT / ".cache" / "wheels"
 pytestmark = pytest.mark.network
 
 
-def wheel(version: str) -> Path:
-    """The real sglang wheel from PyPI (cached under .cache/wheels, shared with scripts/gen_matrix.py)."""
+def wheel(version: str, *, installable: bool = False) -> Path:
+    """The real sglang wheel from PyPI (cached under .cache/wheels, shared with scripts/gen_matrix.py).
+
+    ``installable`` asks for one this interpreter can install (the generator keeps cp312 wheels).
+    """
     WHEELS.mkdir(parents=True, exist_ok=True)
-    found = sorted(WHEELS.glob(f"sglang-{version}-*.whl"))
-    if not found:
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+
+    def matching() -> list[Path]:
+        found = sorted(WHEELS.glob(f"sglang-{version}-*.whl"))
+        if installable:
+            found = [w for w in found if f"-{tag}-" in w.name or "-py3-none-any" in w.name]
+        return found
+
+    if not matching():
         subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
              f"sglang=={version}", "-d", str(WHEELS)],
             check=True,
         )
-        found = sorted(WHEELS.glob(f"sglang-{version}-*.whl"))
-    return found[-1]
+    return matching()[-1]
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +56,7 @@ def venv_with_sglang_0_5_11(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ).stdout.strip()
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile", "--target", purelib,
-         str(wheel("0.5.11"))],
+         str(wheel("0.5.11", installable=True))],
         check=True,
     )
     return python
