@@ -241,6 +241,7 @@ def parse_flags(
         seen.add(id(spec))
         parsed.values.setdefault(spec.dest, spec.default)
     args = list(argv)
+    given: dict[str, tuple[str, Any]] = {}
     i = 0
     while i < len(args):
         word = args[i]
@@ -298,6 +299,14 @@ def parse_flags(
         if spec.action == "append":
             previous = parsed.values.get(spec.dest)
             value = (list(previous) if isinstance(previous, list) else []) + [value]
+        elif spec.dest in given and given[spec.dest][1] != value:
+            # argparse would keep the last one silently; two different values are a mistake
+            first_flag, first_value = given[spec.dest]
+            raise UsageError(
+                f"conflicting values: {first_flag} {first_value} and {name} {value} set the same option",
+                hint="keep one of them",
+            )
+        given[spec.dest] = (name, value)
         parsed.values[spec.dest] = value
         parsed.explicit.add(spec.dest)
     # argparse dests named after the long option; ServerArgs.from_cli_args renames them (server_args.py)

@@ -77,8 +77,9 @@ def test_flag_added_later_is_unknown_to_the_older_release(server_args) -> None:
         (["--mem-fraction-static"], "expected a value"),
         (["--disable-radix-cache=yes"], "takes no value"),
         (["stray"], "unexpected argument"),
+        (["--tp", "2", "--tp-size", "4"], "conflicting values: --tp 2 and --tp-size 4"),
     ],
-    ids=["bad-int", "bad-choice", "missing-value", "flag-with-value", "positional"],
+    ids=["bad-int", "bad-choice", "missing-value", "flag-with-value", "positional", "conflicting-aliases"],
 )
 def test_bad_values_are_usage_errors(server_args, argv: list[str], message: str) -> None:
     with pytest.raises(UsageError) as err:
