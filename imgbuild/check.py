@@ -21,6 +21,7 @@ from imgbuild.errors import EnvironmentUnavailable, UsageError
 from imgbuild.gpus import GpuProbe
 from imgbuild.matrix import Matrix
 from imgbuild.modelinfo import HubFetcher, ModelInfo, inspect_model
+from imgbuild.plan import PlanOptions, PlanResult, plan_launch
 from imgbuild.sglanginstall import SglangInstall, read_installation
 from imgbuild.specs import EngineSpec
 
@@ -35,6 +36,7 @@ class CheckOptions:
     image: str | None = None
     gpu: str | None = None
     driver: str | None = None
+    flags: tuple[str, ...] = ()  # launch flags: when given, the planner checks that they fit
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class CheckResult:
     recommended_min_driver: str | None
     sglang_min_driver: str | None = None
     notes: tuple[str, ...] = field(default=())
+    plan: PlanResult | None = None
 
     def to_dict(self) -> dict[str, Any]:
         rec = self.recommended
@@ -116,6 +119,7 @@ class CheckResult:
                 "pins": dict(rec.pins),
             },
             "notes": list(self.notes),
+            "plan": None if self.plan is None else self.plan.to_dict(),
         }
 
 
@@ -149,6 +153,16 @@ def check_model(
             recommended = engine
             break
     rec_driver = _min_driver(recommended, matrix) if recommended else None
+    plan = None
+    if options.flags and host.checked:
+        # The same planner as `imgbuild plan` and certify's preflight.
+        plan_options = PlanOptions(model=options.model, flags=options.flags, gpu=options.gpu, sglang=sglang.version)
+        plan = plan_launch(plan_options, matrix=matrix, probe=probe, hub=hub)
+        if not plan.fits:
+            reasons.append(f"launch flags {plan.verdict} on {plan.gpu_count}x {plan.gpu_name}: {plan.problems[0]}"
+                           if plan.problems else f"launch flags {plan.verdict}")
+    elif options.flags:
+        notes.append("launch flags not planned: no GPUs known (pass --gpu NAME[xN])")
     return CheckResult(
         supported=not reasons,
         model=model,
@@ -160,6 +174,7 @@ def check_model(
         recommended_min_driver=rec_driver,
         sglang_min_driver=_min_driver(sglang.engine, matrix),
         notes=tuple(notes),
+        plan=plan,
     )
 
 

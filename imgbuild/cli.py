@@ -85,6 +85,7 @@ def inspect(model: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("model")
+@click.argument("flags", nargs=-1, type=click.UNPROCESSED)
 @options.sglang_version
 @click.option("--python", "python", default=None, metavar="PATH", help="Check the SGLang installed for this interpreter.")
 @click.option("--image", "image", default=None, metavar="REF", help="Check the SGLang inside this local image.")
@@ -94,6 +95,7 @@ def inspect(model: str, as_json: bool) -> None:
 @options.json_output
 def check(
     model: str,
+    flags: tuple[str, ...],
     sglang: str | None,
     python: str | None,
     image: str | None,
@@ -104,6 +106,7 @@ def check(
 ) -> None:
     """Does this SGLang support MODEL on this driver and GPU?
 
+    Launch flags after `--` are planned too (the same planner as `imgbuild plan`).
     Exit 0 supported, 1 not supported, 2 bad input, 3 environment unavailable.
     """
     from imgbuild.check import CheckOptions, check_model
@@ -121,7 +124,7 @@ def check(
         from imgbuild.engine import export_sglang_install
 
         export_image = export_sglang_install
-    opts = CheckOptions(model=model, sglang=sglang, python=python, image=image, gpu=gpu, driver=driver)
+    opts = CheckOptions(model=model, sglang=sglang, python=python, image=image, gpu=gpu, driver=driver, flags=flags)
     result = check_model(opts, matrix=matrix, probe=probe, hub=hub_for(model), export_image=export_image)
     if as_json:
         emit_json(result.to_dict())
@@ -156,6 +159,10 @@ def _print_check(result) -> None:  # noqa: ANN001 - CheckResult
             click.echo(f"  - {reason}")
     for note in result.notes:
         click.echo(f"note     {note}")
+    if result.plan is not None:
+        p = result.plan
+        click.echo(f"plan     {p.verdict}: {p.plan.kv_tokens} KV tokens per GPU, max_running_requests "
+                   f"{p.plan.max_running_requests} (details: imgbuild plan)")
     click.echo(f"oldest SGLang that serves this model: {result.min_sglang or 'none in the matrix'}")
     rec = result.recommended
     if rec:

@@ -139,3 +139,25 @@ def test_shipped_matrix_seed_verdicts() -> None:
     assert not old.supported and old.min_sglang == "0.5.11"
     assert new.supported and new.sglang.engine.cuda == "13.0"
     assert new.sglang_min_driver and new.sglang_min_driver.startswith("580")
+
+
+def test_check_with_launch_flags_uses_the_planner_and_reports_its_refusal() -> None:
+    flags = ("--tp", "2", "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3",
+             "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4")
+    opts = CheckOptions(model=SEED_MODEL, sglang="0.5.11", gpu="RTX A6000x2", flags=flags)
+    result = check_model(opts, matrix=load_matrix(), probe=None)
+    assert not result.supported and result.plan is not None and result.plan.verdict == "refused"
+    assert any("not compatible with radix cache" in r for r in result.reasons)
+    fixed = check_model(
+        CheckOptions(model=SEED_MODEL, sglang="0.5.11", gpu="RTX A6000x2",
+                     flags=(*flags, "--disable-radix-cache", "--mamba-ssm-dtype", "bfloat16",
+                            "--mem-fraction-static", "0.85")),
+        matrix=load_matrix(), probe=None,
+    )
+    assert fixed.supported and fixed.plan.fits and fixed.to_dict()["plan"]["per_gpu"]["kv_tokens"] > 0
+
+
+def test_check_with_flags_but_no_known_gpus_says_they_were_not_planned(small) -> None:
+    opts = CheckOptions(model=SEED_MODEL, sglang="0.5.11", flags=("--tp", "2"))
+    result = check_model(opts, matrix=small, probe=None)
+    assert result.plan is None and "launch flags not planned: no GPUs known (pass --gpu NAME[xN])" in result.notes
