@@ -175,6 +175,7 @@ class ModelGeometry:
     vision: VisionGeometry | None = None
     multimodal: bool = False
     quantization: str | None = None
+    sliding_window: int | None = None
     checkpoint_bytes: int | None = None  # index total_size
     checkpoint_parameters: int | None = None  # index total_parameters
 
@@ -326,6 +327,7 @@ def geometry_from_config(
         vision=vision,
         multimodal=vision is not None,
         quantization=quant_method,
+        sliding_window=_int(text, "sliding_window") if text.get("use_sliding_window", True) and text.get("sliding_window") else None,
         checkpoint_bytes=checkpoint_bytes,
         checkpoint_parameters=checkpoint_parameters,
     )
@@ -1104,7 +1106,12 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
             # asked for with --context-length: the launch does not do what was asked. Derived from
             # the config: SGLang starts and caps a request's input at the pool (scheduler.py)
             (problems if inp.context_length else notes).append(text)
-    if g.quantization and not g.checkpoint_bytes:
+    if g.sliding_window and not g.hybrid:
+        notes.append(
+            f"sliding-window attention ({g.sliding_window} tokens) is counted as full attention: "
+            "SGLang's hybrid SWA pool may hold more tokens than planned"
+        )
+    if g.quantization and not g.checkpoint_bytes and g.quantization not in FP8_METHODS:
         notes.append(f"quantized checkpoint ({g.quantization}) without an index total_size: weights estimated at {g.dtype_bytes} bytes/param")
 
     return MemoryPlan(

@@ -242,6 +242,24 @@ def test_kv_cell_bytes_follow_sglang_cell_size(config: dict, tp: int, kv_dtype: 
     assert kv_cell_bytes(g, attn_tp=tp, kv_cache_dtype=kv_dtype) == cell
 
 
+DEEPSEEK_V3 = {
+    # published config.json of deepseek-ai/DeepSeek-V3 (the MLA fields SGLang's cell size reads)
+    "architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168, "num_hidden_layers": 61,
+    "num_attention_heads": 128, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 128, "v_head_dim": 128, "torch_dtype": "bfloat16",
+}
+
+
+def test_mla_kv_pool_size_matches_the_deepseek_log() -> None:
+    """One latent row per token and layer, page_size extra rows (memory_pool.py MLATokenToKVPool)."""
+    lines = log_lines("deepseek-v3.dp-ep-tp8.sglang-6017.txt")
+    line = next(x for x in lines if "KV Cache is allocated" in x)
+    tokens = int(re.search(r"#tokens: (\d+)", line).group(1))
+    logged_gib = float(re.search(r"KV size: ([\d.]+) GB", line).group(1))
+    cell = kv_cell_bytes(geometry_from_config(DEEPSEEK_V3), attn_tp=1)
+    assert rel_err((tokens + 1) * cell / GIB, logged_gib) <= 0.02
+
+
 @pytest.mark.parametrize(
     ("version", "era", "spec_reserve", "refuses"),
     [
