@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from packaging.version import InvalidVersion, Version
 
@@ -21,9 +21,11 @@ from imgbuild.errors import EnvironmentUnavailable, UsageError
 from imgbuild.gpus import GpuProbe
 from imgbuild.matrix import Matrix
 from imgbuild.modelinfo import HubFetcher, ModelInfo, inspect_model
-from imgbuild.plan import PlanOptions, PlanResult, plan_launch
 from imgbuild.sglanginstall import SglangInstall, read_installation
 from imgbuild.specs import EngineSpec
+
+if TYPE_CHECKING:
+    from imgbuild.plan import PlanResult
 
 ImageExporter = Callable[[str, Path], Path]
 
@@ -155,7 +157,10 @@ def check_model(
     rec_driver = _min_driver(recommended, matrix) if recommended else None
     plan = None
     if options.flags and host.checked:
-        # The same planner as `imgbuild plan` and certify's preflight.
+        # The same planner as `imgbuild plan` and certify's preflight; imported here so that
+        # a check without flags does not pay for loading it.
+        from imgbuild.plan import PlanOptions, plan_launch
+
         plan_options = PlanOptions(model=options.model, flags=options.flags, gpu=options.gpu, sglang=sglang.version)
         plan = plan_launch(plan_options, matrix=matrix, probe=probe, hub=hub)
         if not plan.fits:
