@@ -61,7 +61,8 @@ def make_ca(directory: Path) -> tuple[Path, Path, Path]:
 
 
 class RegistryServer:
-    def __init__(self, root: Path, *, tls: bool = True, users: dict[str, str] | None = None) -> None:
+    def __init__(self, root: Path, *, tls: bool = True, users: dict[str, str] | None = None,
+                 auth_lines: list[str] | None = None) -> None:
         self.binary = need("docker-registry", "docker-registry")
         self.root = root
         self.storage = root / "storage"
@@ -69,6 +70,7 @@ class RegistryServer:
         self.host = f"127.0.0.1:{self.port}"
         self.tls = tls
         self.users = dict(users or {})
+        self.auth_lines = list(auth_lines or [])  # e.g. TokenServer.registry_config()
         self.ca: Path | None = None
         self.process: subprocess.Popen[bytes] | None = None
         self.log = root / "registry.log"
@@ -93,6 +95,7 @@ class RegistryServer:
                 subprocess.run(["htpasswd", "-B", "-i", str(htpasswd), user], input=password.encode(),
                                check=True, capture_output=True)
             lines += ["auth:", "  htpasswd:", "    realm: imgbuild-test", f"    path: {htpasswd}"]
+        lines += self.auth_lines
         return "\n".join(lines) + "\n"
 
     def start(self) -> RegistryServer:

@@ -222,3 +222,22 @@ def test_plain_http_loopback_registry_is_reached_over_http(tmp_path: Path) -> No
             c.ping()
             subject = push_image_manifest(c, "plain/img", "v1", "plain")
             assert c.referrers("plain/img", subject.digest) == []
+
+
+def test_bearer_token_flow_against_a_token_service(tmp_path: Path) -> None:
+    """docker-registry with ``auth: token``: the client follows the Bearer challenge to the
+    realm with its credentials, then pushes and reads with the token alone."""
+    from tokenserver import TokenServer
+
+    with TokenServer(tmp_path / "tokens", {USER: PASSWORD}) as tokens:
+        with RegistryServer(tmp_path / "reg", auth_lines=tokens.registry_config()) as server:
+            with RegistryClient(server.host, credentials=Credentials(USER, PASSWORD), ca_bundle=server.ca) as c:
+                c.ping()
+                subject = push_image_manifest(c, "tok/img", "v1", "token")
+                desc, _ = c.attach_artifact("tok/img", subject=subject, artifact_type=CERT_TYPE, payload=b"{}",
+                                            payload_media_type="application/json")
+                assert [d.digest for d in c.referrers("tok/img", subject.digest)] == [desc.digest]
+            assert {"user": USER, "path": "/token", "scopes": ["repository:tok/img:pull,push"]} in tokens.requests
+            with RegistryClient(server.host, credentials=Credentials(USER, "wrong"), ca_bundle=server.ca) as bad:
+                with pytest.raises(EnvironmentUnavailable, match="refused the credentials"):
+                    bad.head_manifest("tok/img", "v1")
