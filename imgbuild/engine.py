@@ -655,8 +655,17 @@ class PushAdapter:
             rows = self.engine.api.images(filters={"label": f"{key}={value}"})
         except docker.errors.DockerException as exc:
             raise _no_engine(exc) from exc
-        rows = sorted(rows, key=lambda row: row.get("Created", 0))
-        infos = [self.engine.image_info(row["Id"]) for row in rows]
+        def created(image_id: str) -> str:
+            # RFC 3339 with nanoseconds ("...T16:20:01.5Z"); the list's Created is whole seconds only.
+            try:
+                stamp = str(self.engine.api.inspect_image(image_id).get("Created", ""))
+            except docker.errors.DockerException:
+                return ""
+            head, _, frac = stamp.rstrip("Z").partition(".")
+            return f"{head}.{frac.split('+')[0]:0<9}"
+
+        ids = sorted((row["Id"] for row in rows), key=created)
+        infos = [self.engine.image_info(image_id) for image_id in ids]
         return [i for i in infos if i is not None]
 
     def push_image(self, image_id: str, repository: str, tag: str, *, credentials: Any = None,
