@@ -401,3 +401,35 @@ def test_a_push_killed_midway_leaves_the_registry_consistent_and_the_next_publis
     ref = f"{registry.host}/killed/sglang:{result['tags'][0]}"
     assert imgbuild(home, *verify_args(ref, registry, "--for", TARGET["name"])).returncode == 0
     assert parse_reference(ref).tag == result["tags"][0]
+
+
+def test_a_certificate_naming_the_build_registrys_digest_binds_in_another_registry(
+    engine: Any, registry: RegistryServer, client: RegistryClient, home: Path, tmp_path: Path
+) -> None:
+    """certify records the digest from the registry the build pushed to; the same manifest
+    (same config, same compressed layers) has that digest in the registry it is published to."""
+    from imgbuild.engine import PushAdapter
+
+    image = build_image(engine, TARGET)
+    with RegistryServer(tmp_path / "build-registry", tls=False) as build_registry:
+        PushAdapter(engine).push_image(image, f"{build_registry.host}/imgbuild/sglang", "built", credentials=None)
+    info = engine.image_info(image)
+    assert info.repo_digests
+    cert = certificate(engine, image, digests=list(info.repo_digests))  # its id field names no image
+    save(home, cert)
+    done = imgbuild(home, *publish_args(image, registry, home, "rebind/sglang", "--json"))
+    assert done.returncode == 0, done.stderr
+    digest = json.loads(done.stdout)["digest"]
+    assert any(ref.endswith(digest) for ref in info.repo_digests)
+    shown = imgbuild(home, *verify_args(f"{registry.host}/rebind/sglang@{digest}", registry, "--json"))
+    assert shown.returncode == 0 and json.loads(shown.stdout)["certificates"][0]["bound"]
+
+
+def test_publish_a_target_by_name_takes_its_newest_build(engine: Any, registry: RegistryServer,
+                                                         client: RegistryClient, home: Path) -> None:
+    build_image(engine, TARGET)
+    newest = build_image(engine, TARGET)
+    save(home, certificate(engine, newest))
+    done = imgbuild(home, *publish_args(TARGET["name"], registry, home, "bytarget/sglang", "--json"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["image_id"] == newest
