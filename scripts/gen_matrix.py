@@ -680,6 +680,18 @@ class _Env:
         raise _Unresolved
 
 
+def _function_env(env: _Env, func: ast.FunctionDef | ast.AsyncFunctionDef) -> _Env:
+    """The local names of a function body; its parameters are unknown values that hide
+    module names of the same spelling."""
+    local = _Env(env.modules, env.module, env.package, func.body, env)
+    arguments = func.args
+    params = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+    for param in params:
+        if param is not None:
+            local._add(param.arg, (-1, 0), "unknown", None)
+    return local
+
+
 def _call_function(ref: _FuncRef) -> Any:
     """The value a no-argument function returns, read from its last top-level return
     (e.g. `_reasoning_parser_choices()` in 0.5.20+ returns a name list it imports)."""
@@ -687,7 +699,7 @@ def _call_function(ref: _FuncRef) -> Any:
     returns = [i for i, stmt in enumerate(body) if isinstance(stmt, ast.Return) and stmt.value is not None]
     if not returns or ref.node.args.args or ref.node.args.posonlyargs:
         raise _Unresolved
-    local = _Env(ref.env.modules, ref.env.module, ref.env.package, body, ref.env)
+    local = _function_env(ref.env, ref.node)
     index = returns[-1]
     return local.eval(body[index].value, (index, 0))
 
@@ -989,6 +1001,9 @@ def _is_deprecated(help_text: str, action: str, deprecated_kw: ast.AST | None) -
 
 def _spec(flags: list[str], dest: str, action: str, arg_type: str | None, choices: list[Any] | None,
           default: Any, nargs: str | int | None, deprecated: bool) -> dict[str, Any]:
+    if action == "BooleanOptionalAction":
+        # argparse.BooleanOptionalAction registers `--no-x` beside each `--x`.
+        flags = [out for flag in flags for out in ([flag, "--no-" + flag[2:]] if flag.startswith("--") else [flag])]
     return {
         "flags": flags,
         "dest": dest,
@@ -1307,7 +1322,7 @@ def parse_server_args_report(
             continue
         if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "add_argument" for n in ast.walk(func)):
             continue
-        local = _Env(library, env.module, env.package, func.body, env)
+        local = _function_env(env, func)
         for index, stmt in enumerate(func.body):
             for node in ast.walk(stmt):
                 if isinstance(node, ast.Call):
@@ -1808,6 +1823,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 paths.append(wheel_dir / filename)
         downloaded_s = time.monotonic() - started
 
+        if not paths:
+            raise GenError(f"no Linux x86_64 or pure sglang wheel among {', '.join(sorted(releases, key=Version))}")
         jobs = [(str(p), str(cache_dir)) for p in paths]
         if args.jobs > 1 and len(jobs) > 1:
             with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -1834,7 +1851,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     versions = sorted((info["version"] for info in infos), key=Version)
     generated_by = (
-        f"scripts/gen_matrix.py: add_argument calls of sglang/srt/server_args.py "
+        f"scripts/gen_matrix.py: the add_argument calls of sglang/srt/server_args.py and (0.5.14+) the "
+        f"ServerArgs fields that arg_groups/arg_utils.py:add_cli_args_from_dataclass turns into flags, "
         f"in the sglang wheels {versions[0]} .. {versions[-1]} ({len(versions)} releases)"
     )
     server_args = build_server_args({i["version"]: i["server_args"] for i in infos}, generated_by=generated_by)
@@ -1859,6 +1877,12 @@ def main(argv: list[str] | None = None) -> int:
     except GenError as exc:
         print(f"gen_matrix: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        if type(exc).__module__.split(".")[0] != "httpx":
+            raise
+        print(f"gen_matrix: PyPI request failed ({exc}); rerun, or use --offline with the wheels in "
+              f"--wheel-dir (or {args.cache / 'wheels'})", file=sys.stderr)
+        return 3
     for note in summary["notes"]:
         print(f"note: {note}", file=sys.stderr)
     if args.verbose:

@@ -507,3 +507,31 @@ def test_real_sglang_0_5_9_wheel(request: pytest.FixtureRequest) -> None:
     assert specs["--mamba-scheduler-strategy"]["choices"] == ["auto", "no_buffer", "extra_buffer"]
     assert specs["--mem-fraction-static"]["type"] == "float"
     assert info["problems"] == []
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        pytest.param('p.add_argument("--enable-x", action=argparse.BooleanOptionalAction, default=True)',
+                     {"flags": ["--enable-x", "--no-enable-x"], "action": "BooleanOptionalAction", "default": True},
+                     id="boolean-optional-adds-no-flag"),
+        pytest.param('p.add_argument("--mode", choices=sorted({"b", "a"}), default=MODES[0])',
+                     {"choices": ["a", "b"], "default": "fast"}, id="sorted-set-and-subscript"),
+        pytest.param('p.add_argument("--cap", type=int, default=10 * 1000 * 1000)',
+                     {"type": "int", "default": 10_000_000}, id="arithmetic-default"),
+        pytest.param('p.add_argument("--backend", choices=LOCAL, help="Deprecated: ignored.")',
+                     {"choices": None, "deprecated": True}, id="local-unresolved-choices"),
+        pytest.param('p.add_argument("--x", dest="y", nargs=argparse.ONE_OR_MORE, type=parse_thing)',
+                     {"dest": "y", "nargs": "+", "type": None}, id="dest-nargs-constant-unknown-type"),
+    ],
+)
+def test_parse_server_args_call_details(call: str, expected: dict) -> None:
+    source = f'MODES = ("fast", "slow")\n\ndef add(p, LOCAL):\n    {call}\n'
+    (spec,) = gen_matrix.parse_server_args(source)
+    assert {key: spec[key] for key in expected} == expected
+
+
+def test_function_parameter_hides_module_constant() -> None:
+    source = 'CHOICES = ["a"]\n\ndef add(p, CHOICES):\n    p.add_argument("--x", choices=CHOICES)\n'
+    (spec,) = gen_matrix.parse_server_args(source)
+    assert spec["choices"] is None
