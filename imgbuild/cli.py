@@ -542,13 +542,15 @@ def publish(source: str, destination: str, allow_uncertified: bool, username: st
 @click.argument("reference", metavar="REF")
 @click.option("--for", "target_name", default=None, metavar="TARGET",
               help="Exit 1 unless a certificate bound to this image certifies this matrix target.")
+@click.option("--require-attested", is_flag=True,
+              help="Count only certificates made on the real GPUs through the driver (verdict pass, not pass-unattested).")
 @_username_option
 @_password_stdin_option
 @_ca_bundle_option
 @options.matrix_file
 @options.json_output
-def verify(reference: str, target_name: str | None, username: str | None, password_stdin: bool,
-           registry_ca: str | None, matrix_path: str | None, as_json: bool) -> None:
+def verify(reference: str, target_name: str | None, require_attested: bool, username: str | None,
+           password_stdin: bool, registry_ca: str | None, matrix_path: str | None, as_json: bool) -> None:
     """Read REF's certificates from its registry and check that each is bound to its digest.
 
     Exit 0 certified (for --for TARGET when given), 1 not certified, 2 bad input, 3 registry unavailable.
@@ -560,7 +562,8 @@ def verify(reference: str, target_name: str | None, username: str | None, passwo
     want = _target_want(target_name, matrix_path) if target_name else None
     ref = parse_reference(reference, require_host=True)
     with _registry_client(ref.host, username, password_stdin, registry_ca) as registry:
-        result = verify_image(VerifyOptions(reference=reference, target=want), registry=registry)
+        result = verify_image(VerifyOptions(reference=reference, target=want, require_attested=require_attested),
+                              registry=registry)
     if as_json:
         emit_json(result.to_dict())
     else:

@@ -428,6 +428,7 @@ class VerifyResult:
 class VerifyOptions:
     reference: str
     target: TargetWant | None = None
+    require_attested: bool = False  # "pass-unattested" (no driver or no GPUs attached) does not count
 
 
 def verify_image(opts: VerifyOptions, *, registry: RegistryClient) -> VerifyResult:
@@ -442,7 +443,8 @@ def verify_image(opts: VerifyOptions, *, registry: RegistryClient) -> VerifyResu
     config_digest = (manifest.data.get("config") or {}).get("digest")
     checks: list[CertificateCheck] = []
     for desc in registry.referrers(ref.repository, digest, artifact_type=CERT_ARTIFACT_TYPE):
-        checks.append(_check_artifact(registry, ref.repository, desc, digest, config_digest, opts.target))
+        checks.append(_check_artifact(registry, ref.repository, desc, digest, config_digest, opts.target,
+                                      require_attested=opts.require_attested))
     marks = [d.digest for d in registry.referrers(ref.repository, digest, artifact_type=UNCERTIFIED_ARTIFACT_TYPE)]
     return VerifyResult(reference=str(ref), repository=ref.name, digest=digest, media_type=manifest.descriptor.media_type,
                         checks=checks, uncertified_marks=marks, target=opts.target.name if opts.target else None)
@@ -450,7 +452,7 @@ def verify_image(opts: VerifyOptions, *, registry: RegistryClient) -> VerifyResu
 
 def _check_artifact(
     registry: RegistryClient, repository: str, desc: Descriptor, digest: str, config_digest: str | None,
-    want: TargetWant | None,
+    want: TargetWant | None, *, require_attested: bool = False,
 ) -> CertificateCheck:
     problems: list[str] = []
     artifact = registry.get_manifest(repository, desc.digest)
@@ -476,6 +478,10 @@ def _check_artifact(
     passed = bool(cert) and cert_passed(cert)
     if cert is not None and not passed:
         problems.append(f"verdict {cert.get('verdict')!r}")
+    elif cert is not None and require_attested and cert.get("verdict") != "pass":
+        passed = False
+        problems.append(f"verdict {cert.get('verdict')!r} is not attested: "
+                        + "; ".join(str(g) for g in cert.get("attestation_gaps") or []))
     matches = _matches(cert, want, problems) if (want is not None and cert is not None) else None
     return CertificateCheck(desc.digest, cert, bound, passed, problems, matches)
 

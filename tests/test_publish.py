@@ -433,3 +433,20 @@ def test_publish_a_target_by_name_takes_its_newest_build(engine: Any, registry: 
     done = imgbuild(home, *publish_args(TARGET["name"], registry, home, "bytarget/sglang", "--json"))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["image_id"] == newest
+
+
+def test_verify_require_attested_refuses_a_pass_unattested_certificate(
+    engine: Any, registry: RegistryServer, home: Path
+) -> None:
+    image = build_image(engine, TARGET)
+    cert = certificate(engine, image, verdict="pass-unattested")
+    cert["attestation_gaps"] = ["no GPU was attached to the container (--no-gpus)"]
+    save(home, cert)
+    done = imgbuild(home, *publish_args(image, registry, home, "unattested/sglang", "--json"))
+    assert done.returncode == 0, done.stderr  # certify's pass-unattested is a passing verdict
+    ref = f"{registry.host}/unattested/sglang@{json.loads(done.stdout)['digest']}"
+    shown = imgbuild(home, *verify_args(ref, registry))
+    assert shown.returncode == 0 and "not attested: no GPU was attached" in shown.stdout
+    strict = imgbuild(home, *verify_args(ref, registry, "--require-attested"))
+    assert strict.returncode == 1
+    assert "verdict 'pass-unattested' is not attested: no GPU was attached" in strict.stdout
