@@ -696,6 +696,13 @@ def _resolve_build_target(
     return matrix, inputs
 
 
+def _show_failed_step(exc: Any) -> None:
+    """The failing step and its last output lines, readable, before the one-line error."""
+    progress(f"failed step: {exc.step}")
+    for line in exc.last_lines[-12:]:
+        progress(f"  | {line}")
+
+
 def _build_progress():  # noqa: ANN202 - a callback for engine.BuildEvent
     """Live build progress on stderr: plain lines, or one updating line on a terminal."""
     tty = sys.stderr.isatty()
@@ -791,18 +798,22 @@ def build(
     registry = os.environ.get("IMGBUILD_REGISTRY")
     repo = repository or (f"{registry}/{DEFAULT_REPOSITORY}" if registry else DEFAULT_REPOSITORY)
     progress(f"building {repo}:{rendered.tag} (recipe {rendered.recipe_digest})")
-    record = build_image(
-        engine_mod.connect(),
-        BuildOptions(
-            rendered=rendered,
-            repository=repo,
-            ca_bundle=Path(ca_bundle) if ca_bundle else None,
-            pip_index_url=pip_index_url,
-            force=force,
-            record_path=Path(record_path) if record_path else None,
-            on_progress=_build_progress(),
-        ),
-    )
+    try:
+        record = build_image(
+            engine_mod.connect(),
+            BuildOptions(
+                rendered=rendered,
+                repository=repo,
+                ca_bundle=Path(ca_bundle) if ca_bundle else None,
+                pip_index_url=pip_index_url,
+                force=force,
+                record_path=Path(record_path) if record_path else None,
+                on_progress=_build_progress(),
+            ),
+        )
+    except (engine_mod.BuildFailed, engine_mod.BuildEnvironmentFailed) as exc:
+        _show_failed_step(exc)
+        raise
     if as_json:
         emit_json(record.to_dict())
     else:
@@ -894,19 +905,21 @@ def verify_repro_cmd(image: str, ca_bundle: str | None, pip_index_url: str | Non
         except ImgbuildError:
             return None
 
-    report = verify_repro(
-        engine_mod.connect(),
-        ReproOptions(
-            image=image,
-            bases=bases_of(matrix.raw),
-            engine_spec=engine_spec,
-            locks_dir=matrix.path.parent / "locks",
-            ca_bundle=Path(ca_bundle) if ca_bundle else None,
-            pip_index_url=pip_index_url,
-            keep_rebuild=keep,
-            on_progress=_build_progress(),
-        ),
+    options_ = ReproOptions(
+        image=image,
+        bases=bases_of(matrix.raw),
+        engine_spec=engine_spec,
+        locks_dir=matrix.path.parent / "locks",
+        ca_bundle=Path(ca_bundle) if ca_bundle else None,
+        pip_index_url=pip_index_url,
+        keep_rebuild=keep,
+        on_progress=_build_progress(),
     )
+    try:
+        report = verify_repro(engine_mod.connect(), options_)
+    except (engine_mod.BuildFailed, engine_mod.BuildEnvironmentFailed) as exc:
+        _show_failed_step(exc)
+        raise
     if as_json:
         emit_json(report.to_dict())
     elif report.identical:
@@ -1093,16 +1106,14 @@ def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bo
     from pathlib import Path
 
     from imgbuild import make as make_mod
-    from imgbuild.build import DEFAULT_REPOSITORY
     from imgbuild.registry import parse_reference
 
     matrix = _load_matrix(matrix_path)
     targets = _make_targets(target_names, all_targets, matrix)
     state = make_mod.StateStore(Path(state_dir) if state_dir else None)
-    registry_env = os.environ.get("IMGBUILD_REGISTRY")
     settings = make_mod.StepSettings(
         matrix=matrix, locks_dir=matrix.path.parent / "locks", render_dir=state.root / "contexts",
-        repository=repository or (f"{registry_env}/{DEFAULT_REPOSITORY}" if registry_env else DEFAULT_REPOSITORY),
+        repository=repository,
         base_override=base_ref, ca_bundle=Path(ca_bundle) if ca_bundle else None, pip_index_url=pip_index_url,
         model_dirs=_model_dirs(model_dir_pairs), destination=destination, allow_uncertified=allow_uncertified,
         certify_attach_gpus=not no_gpus, store_dir=Path(store_dir) if store_dir else None,

@@ -283,7 +283,9 @@ class StepSettings:
     matrix: Matrix
     locks_dir: Path
     render_dir: Path  # <render_dir>/<target>/ holds each rendered build context
-    repository: str = "imgbuild/sglang"  # where builds are tagged (a registry host pushes them)
+    # where builds are tagged (a registry host pushes them); None: imgbuild.build's default,
+    # under $IMGBUILD_REGISTRY when that is set, as `imgbuild build` does
+    repository: str | None = None
     base_override: str | None = None  # --base REF for targets whose base has no digest (made per machine)
     ca_bundle: Path | None = None
     pip_index_url: str | None = None
@@ -396,13 +398,21 @@ def default_steps(
         return bool(result.get("dir")) and (Path(result["dir"]) / "Dockerfile").is_file()
 
     # build ---------------------------------------------------------------
+    def repository() -> str:
+        if settings.repository:
+            return settings.repository
+        from imgbuild.build import DEFAULT_REPOSITORY  # imports the engine adapter: only when building
+
+        registry_env = os.environ.get("IMGBUILD_REGISTRY")
+        return f"{registry_env}/{DEFAULT_REPOSITORY}" if registry_env else DEFAULT_REPOSITORY
+
     def build_inputs(target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
-        return {"recipe_digest": prior["render"]["recipe_digest"], "repository": settings.repository}
+        return {"recipe_digest": prior["render"]["recipe_digest"], "repository": repository()}
 
     def build_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         from imgbuild.build import BuildOptions, build_image
 
-        record = build_image(engine(), BuildOptions(rendered=render_target(target), repository=settings.repository,
+        record = build_image(engine(), BuildOptions(rendered=render_target(target), repository=repository(),
                                                     ca_bundle=settings.ca_bundle, pip_index_url=settings.pip_index_url))
         image_id = record.image_id or (engine().image_info(record.image).id if engine().image_info(record.image) else None)
         return (f"{record.image} ({record.reason})",

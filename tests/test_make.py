@@ -279,3 +279,14 @@ def test_make_builds_and_publishes_a_test_target_then_changes_nothing_the_second
         assert site.returncode == 0, site.stderr
         page = (tmp_path / "site" / "index.html").read_text()
         assert 'data-target="test-sglang-0.5.9" data-status="published-uncertified"' in page
+
+
+def test_make_until_render_loads_neither_docker_nor_httpx(tmp_path: Path) -> None:
+    code = ("import json, sys\nfrom imgbuild.cli import main\n"
+            "try:\n"
+            f"    main(['make', '--all', '--until', 'render', '--state', {str(tmp_path)!r}, '--model-dir',\n"
+            f"          'Qwen/Qwen3.6-27B={ROOT / 'examples' / 'qwen3.6-27b'}'])\n"
+            "except SystemExit:\n    pass\n"
+            "print(json.dumps(sorted(m for m in ('docker', 'httpx', 'pynvml') if m in sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []

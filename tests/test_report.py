@@ -141,3 +141,10 @@ def test_report_page_in_a_headless_browser(tmp_path: Path) -> None:
     taken = browser(page, tmp_path / "profile2", f"--screenshot={shot}", "--window-size=1400,900")
     assert taken.returncode == 0, taken.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_report_is_pure_data_and_imports_no_adapter_library() -> None:
+    probe = ("import imgbuild.report, json, sys\n"
+             "print(json.dumps(sorted(m for m in ('docker', 'httpx', 'pynvml', 'click') if m in sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert json.loads(done.stdout) == []
