@@ -259,7 +259,10 @@ def test_make_builds_and_publishes_a_test_target_then_changes_nothing_the_second
                 "--base", env["IMGBUILD_TEST_BASE"], "--ca-bundle", "/etc/ssl/certs/ca-certificates.crt",
                 "--to", f"{registry.host}/made/sglang", "--allow-uncertified", "--registry-ca", str(registry.ca),
                 "-u", user, "--password-stdin"]
-        run_env = {"DOCKER_HOST": env["DOCKER_HOST"], "IMGBUILD_REGISTRY": ""}
+        home = tmp_path / "home"  # every file make writes (build records, caches) lands under tmp_path
+        run_env = {"DOCKER_HOST": env["DOCKER_HOST"], "IMGBUILD_REGISTRY": "", "HOME": str(home),
+                   "XDG_CACHE_HOME": str(home / "cache"), "XDG_DATA_HOME": str(home / "data"),
+                   "XDG_STATE_HOME": str(home / "state"), "DOCKER_CONFIG": str(home / "docker")}
         first = cli(*args, "--json", stdin=password + "\n", env=run_env, timeout_s=900)
         assert first.returncode == 0, first.stderr[-3000:]
         [outcome] = json.loads(first.stdout)["targets"]
@@ -273,6 +276,9 @@ def test_make_builds_and_publishes_a_test_target_then_changes_nothing_the_second
             "render": "skipped-same", "build": "skipped-same", "publish": "skipped-same"}
         assert registry.snapshot() == before
         assert password not in first.stderr + first.stdout + second.stderr + second.stdout
+        written = [p for p in tmp_path.rglob("*") if p.is_file()]
+        assert any("builds" in p.parts for p in written)  # the build record is among them
+        assert not [p for p in written if password.encode() in p.read_bytes()]
 
         site = cli("report", "-o", str(tmp_path / "site"), "--state", str(tmp_path / "state"),
                    "--store", str(tmp_path / "store"))
