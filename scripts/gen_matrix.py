@@ -450,6 +450,13 @@ class _Env:
             statements = _module_statements([top]) if parent is None else [top]
             for stmt in statements:
                 seq += 1
+                if stmt is not top and isinstance(top, ast.If) and not isinstance(
+                    stmt, (ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+                ):
+                    # A value set under a module-level `if` depends on the machine or the
+                    # environment (0.5.13: `if envs.SGLANG_KV_CANARY_ENABLE_TOKEN_ORACLE.get():
+                    # SAMPLING_BACKEND_CHOICES.add(...)`): keep the unconditional value.
+                    continue
                 self._bind((index, seq), stmt)
 
     def _add(self, name: str, position: tuple[int, int], kind: str, payload: Any) -> None:

@@ -535,3 +535,13 @@ def test_function_parameter_hides_module_constant() -> None:
     source = 'CHOICES = ["a"]\n\ndef add(p, CHOICES):\n    p.add_argument("--x", choices=CHOICES)\n'
     (spec,) = gen_matrix.parse_server_args(source)
     assert spec["choices"] is None
+
+
+def test_choices_changed_under_a_module_level_if_keep_their_default() -> None:
+    source = (
+        'CHOICES = {"flashinfer", "pytorch"}\n'
+        'if envs.ENABLE_ORACLE.get():\n    CHOICES.add("token_oracle")\n'
+        'def add(p):\n    p.add_argument("--sampling-backend", choices=CHOICES)\n'
+    )
+    (spec,) = gen_matrix.parse_server_args(source)
+    assert spec["choices"] == ["flashinfer", "pytorch"]
