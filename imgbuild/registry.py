@@ -373,7 +373,9 @@ class RegistryClient:
         self.close()
 
     def _base(self) -> str:
-        return f"{self._scheme or 'https'}://{self.host}"
+        # Docker Hub's references say docker.io; its API is served from registry-1.docker.io.
+        api_host = "registry-1.docker.io" if self.host in (DOCKER_HUB, "index.docker.io") else self.host
+        return f"{self._scheme or 'https'}://{api_host}"
 
     def _raw(self, method: str, url: str, *, headers: dict[str, str], content: bytes | None) -> httpx.Response:
         import httpx
