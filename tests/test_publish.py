@@ -450,3 +450,28 @@ def test_verify_require_attested_refuses_a_pass_unattested_certificate(
     strict = imgbuild(home, *verify_args(ref, registry, "--require-attested"))
     assert strict.returncode == 1
     assert "verdict 'pass-unattested' is not attested: no GPU was attached" in strict.stdout
+
+
+def test_verify_rejects_an_artifact_listed_for_this_image_whose_subject_is_another(
+    registry: RegistryServer, client: RegistryClient
+) -> None:
+    """A referrers index can be rewritten by anyone with push rights; the artifact's own
+    subject decides, so one image's certificate cannot be moved onto another."""
+    from imgbuild.publish import VerifyOptions, verify_image
+    from imgbuild.registry import OCI_INDEX, canonical_json, referrers_tag
+    from test_registry import push_image_manifest
+
+    a = push_image_manifest(client, "moved/img", "a", "image a")
+    b = push_image_manifest(client, "moved/img", "b", "image b")
+    cert = {"id": "c1", "verdict": "pass", "target": {"name": TARGET["name"]},
+            "image": {"repo_digests": [f"{registry.host}/moved/img@{a.digest}"]}}
+    desc, _ = client.attach_artifact("moved/img", subject=a, artifact_type=CERT_ARTIFACT_TYPE,
+                                     payload=json.dumps(cert).encode(), payload_media_type="application/json")
+    assert verify_image(VerifyOptions(reference=f"{registry.host}/moved/img:a"), registry=client).certified
+    index = canonical_json({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [desc.to_dict()]})
+    client.put_manifest("moved/img", referrers_tag(b.digest), index, OCI_INDEX)
+    result = verify_image(VerifyOptions(reference=f"{registry.host}/moved/img:b"), registry=client)
+    assert not result.certified
+    [check] = result.checks
+    assert not check.bound
+    assert f"artifact subject is {a.digest}, not this image ({b.digest})" in check.problems
