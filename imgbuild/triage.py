@@ -42,6 +42,7 @@ PORT_IN_USE = "port-in-use"
 MODEL_NOT_FOUND = "model-not-found"
 JIT_BUILD_FAILED = "jit-build-failed"
 FLAGS_REFUSED = "flags-refused"
+NO_GPU_VISIBLE = "no-gpu-visible"
 
 CLASSES = (
     NOT_ENOUGH_MEMORY,
@@ -55,6 +56,7 @@ CLASSES = (
     MODEL_NOT_FOUND,
     JIT_BUILD_FAILED,
     FLAGS_REFUSED,
+    NO_GPU_VISIBLE,
     UNKNOWN,
     NONE,
 )
@@ -146,6 +148,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Model architectures? \[.*\] (are|is) not supported",
             r"Unsupported architectures?: \w+",
             r"Model architectures \[.*\] failed to be inspected",
+            # transformers too old for the checkpoint's model_type
+            r"Transformers does not recognize this architecture",
         ),
         "This SGLang version has no implementation for the model's architecture.",
         (
@@ -246,6 +250,7 @@ CATALOG: tuple[Signature, ...] = (
             r"RepositoryNotFoundError",
             r"GatedRepoError|Cannot access gated repo",
             r"No such file or directory: '[^']*config\.json'",
+            r"LocalEntryNotFoundError|couldn't connect to 'https://huggingface\.co'",
         ),
         "The model path or Hugging Face id cannot be resolved inside the container.",
         (
@@ -285,6 +290,8 @@ CATALOG: tuple[Signature, ...] = (
             r"error: the following arguments are required",
             # server_args.py checks after parsing (0.5.11, Qwen3-Next/3.5 + speculation)
             r"not compatible with radix cache when using --mamba-scheduler-strategy",
+            # configs/model_config.py, _derive_context_length (raised unless overridden)
+            r"context_length \(\d+\) is greater than the derived context_length.*SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
         ),
         "This SGLang version refused the launch flags.",
         (
@@ -296,6 +303,24 @@ CATALOG: tuple[Signature, ...] = (
         source="server_args.py",
     ),
 )
+
+_NO_GPU = Signature(
+    NO_GPU_VISIBLE,
+    _re(
+        r"No CUDA GPUs are available",
+        r"Found no NVIDIA driver on your system",
+        r"libcuda\.so(\.1)?: cannot open shared object file",
+        r"CUDA driver initialization failed",
+    ),
+    "The container sees no GPU: it was started without one, or without the NVIDIA runtime.",
+    (
+        "Start the container with the GPUs (docker run --gpus or device requests; certify "
+        "does this) on a host with the NVIDIA container toolkit.",
+        "Check CUDA_VISIBLE_DEVICES inside the container does not hide them.",
+    ),
+    source="torch/cuda/__init__.py",
+)
+CATALOG = CATALOG + (_NO_GPU,)
 
 _OOM_ADVICE: dict[str | None, tuple[str, ...]] = {
     PHASE_LOAD: (
@@ -340,7 +365,10 @@ _SIGQUIT = re.compile(r"Received sigquit from a child process")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 # "[2026-05-01 10:00:00 TP0] " and "2025-07-02 16:41:31 | ERROR | stderr | " style prefixes
 _PREFIX = re.compile(
-    r"^\s*(?:\[[^\]]*\d{2}:\d{2}:\d{2}[^\]]*\]\s*|\d{4}-\d{2}-\d{2}[ T][\d:,.]+\s*(?:\|[^|]*\|\s*)*)"
+    r"^\s*(?:\[[^\]]*\d{2}:\d{2}:\d{2}[^\]]*\]\s*"  # [2026-05-01 10:00:00 TP0]
+    r"|\d{4}-\d{2}-\d{2}[ T][\d:,.]+Z?\s*(?:\|[^|]*\|\s*)*"  # 2025-07-02 16:41:31 | ERROR | x |, docker --timestamps
+    r"|\[rank\d+\]:\s?"  # torch.distributed's per-rank prefix
+    r"|[\w.-]+-\d+\s+\|\s)"  # docker compose: "sglang-1  | "
 )
 _EXCEPTION = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::\s.*|:?$)"
@@ -359,8 +387,15 @@ _M_CAPTURE_END = re.compile(r"Capture cuda graph end")
 
 
 def strip_prefix(line: str) -> str:
-    """The message without SGLang's '[time TPn] ' or a logger's 'time | LEVEL | name | ' prefix."""
-    return _PREFIX.sub("", line.rstrip("\r\n"), count=1)
+    """The message without its prefixes: SGLang's '[time TPn] ', a logger's 'time | LEVEL |
+    name | ', docker's timestamps, compose's 'service-1  | ', torch's '[rank0]: '."""
+    text = line.rstrip("\r\n")
+    for _ in range(3):
+        stripped = _PREFIX.sub("", text, count=1)
+        if stripped == text:
+            break
+        text = stripped
+    return text
 
 
 @dataclass(frozen=True)
@@ -428,6 +463,19 @@ def _match(text: str) -> Signature | None:
         if sig.matches(text):
             return sig
     return None
+
+
+_FLAGS_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == FLAGS_REFUSED)
+
+
+def _classify(msgs: list[str], tb: _Traceback) -> Signature | None:
+    """A traceback's exception by the catalog; an unmatched one raised from server_args.py
+    is SGLang refusing the flags (its checks are asserts and ValueErrors there)."""
+    assert tb.exception is not None
+    sig = _match(_exception_text(msgs, tb.exception))
+    if sig is None and tb.frames and "server_args.py" in tb.frames[-1]:
+        return _FLAGS_SIGNATURE
+    return sig
 
 
 def _jit_signature(text: str) -> Signature | None:
@@ -582,9 +630,13 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
     """Classify an SGLang log (the whole log or an excerpt) by the catalog."""
     lines = [ln.rstrip("\r\n") for ln in lines]
     msgs = [strip_prefix(ln) for ln in lines]
-    ready = any(_READY.search(m) for m in msgs)
-    tbs = _tracebacks(msgs)
-    sigquit = next((i for i, m in enumerate(msgs) if _SIGQUIT.search(m)), None)
+    ready_at = next((i for i, m in enumerate(msgs) if _READY.search(m)), None)
+    ready = ready_at is not None
+    # What came before "ready to roll" did not stop the server (warnings, handled
+    # tracebacks, ignored imports): a served log fails only by what follows that line.
+    msgs_scan = msgs if ready_at is None else [""] * (ready_at + 1) + msgs[ready_at + 1:]
+    tbs = _tracebacks(msgs_scan)
+    sigquit = next((i for i, m in enumerate(msgs_scan) if _SIGQUIT.search(m)), None)
 
     def finish(d: Diagnosis, upto: int) -> Diagnosis:
         if d.failure_class == UNSUPPORTED_ARCHITECTURE:
@@ -599,7 +651,7 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
             if tb.exception is None:
                 break
             text = _exception_text(msgs, tb.exception)
-            sig = _match(text)
+            sig = _classify(msgs, tb)
             if sig is not None:
                 d = _diagnose_at(lines, msgs, tb.exception, sig, tb.frames,
                                  via=CHILD_FAILED, extra_evidence=extra, ready=ready)
@@ -615,7 +667,7 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
                 ready=ready,
             )
         # No complete traceback above it: a signature line above still explains it.
-        hit = _first_signature(msgs, 0, sigquit)
+        hit = _first_signature(msgs_scan, 0, sigquit)
         if hit is not None:
             i, sig = hit
             return finish(_diagnose_at(lines, msgs, i, sig, (), via=CHILD_FAILED,
@@ -638,13 +690,13 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
     for tb in tbs:
         if tb.exception is None:
             continue
-        sig = _match(_exception_text(msgs, tb.exception))
+        sig = _classify(msgs, tb)
         if sig is not None:
             return finish(_diagnose_at(lines, msgs, tb.exception, sig, tb.frames, via=None,
                                        ready=ready), tb.exception)
 
     # 3. The first line anywhere matching a signature; a fatal one beats a warning.
-    hit = _first_signature(msgs, 0, len(msgs), fatal_only=True) or _first_signature(msgs, 0, len(msgs))
+    hit = _first_signature(msgs_scan, 0, len(msgs), fatal_only=True) or _first_signature(msgs_scan, 0, len(msgs))
     if hit is not None:
         i, sig = hit
         frames = _frames_above(tbs, i)
@@ -652,11 +704,11 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
 
     # 4. A failure marker with no signature.
     marker = next(
-        (i for i, m in enumerate(msgs) if _HIT_EXCEPTION.search(m) or _TRACEBACK.search(m)), None
+        (i for i, m in enumerate(msgs_scan) if _HIT_EXCEPTION.search(m) or _TRACEBACK.search(m)), None
     )
     if marker is not None:
         for k in range(marker):
-            if _IMPORT_IGNORED.search(msgs[k]) and (sig := _jit_signature(msgs[k])) is not None:
+            if _IMPORT_IGNORED.search(msgs_scan[k]) and (sig := _jit_signature(msgs[k])) is not None:
                 return Diagnosis(
                     failure_class=JIT_BUILD_FAILED,
                     cause=msgs[k].strip(),
@@ -801,7 +853,7 @@ class LogFigures:
 
 
 _F_LOAD = re.compile(r"Load weight end\..*?avail mem=([\d.]+) GB(?:, mem usage=([\d.]+) GB)?")
-_F_KV = re.compile(r"KV Cache is allocated\. #tokens: (\d+), (?:K size: ([\d.]+) GB, V size: ([\d.]+) GB|KV size: ([\d.]+) GB)")
+_F_KV = re.compile(r"KV Cache is allocated\.(?: dtype: [\w.]+,)? #tokens: (\d+), (?:K size: ([\d.]+) GB, V size: ([\d.]+) GB|KV size: ([\d.]+) GB)")
 _F_MAMBA = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+), conv_state size: ([\d.]+) ?GB, ssm_state size: ([\d.]+) ?GB")
 _F_POOL = re.compile(r"Memory pool end\. avail mem=([\d.]+) GB")
 _F_GRAPH = re.compile(r"Capture cuda graph end\..*?mem usage=([\d.]+) GB\. avail mem=([\d.]+) GB")
@@ -810,36 +862,36 @@ _TP_RANK = re.compile(r"\bTP(\d+)\b")
 
 
 def read_figures(lines: Iterable[str]) -> LogFigures:
-    """The first (TP rank 0's, where the prefix says) value of each start-up figure."""
-    vals: dict[str, object] = {}
+    """Each start-up figure as the lowest TP rank logged it (rank 0 when the log has it;
+    lines without a rank count as rank 0), its first value."""
+    best: dict[str, tuple[int, object]] = {}
 
-    def put(key: str, value: object) -> None:
-        vals.setdefault(key, value)
+    def put(rank: int, key: str, value: object) -> None:
+        if key not in best or rank < best[key][0]:
+            best[key] = (rank, value)
 
     for raw in lines:
-        head = raw[:64]
-        rank = _TP_RANK.search(head)
-        if rank and rank.group(1) != "0":
-            continue
+        found = _TP_RANK.search(raw[:64])
+        rank = int(found.group(1)) if found else 0
         msg = strip_prefix(raw)
         if m := _F_LOAD.search(msg):
-            put("avail_after_load_gib", float(m.group(1)))
+            put(rank, "avail_after_load_gib", float(m.group(1)))
             if m.group(2):
-                put("weights_gib", float(m.group(2)))
+                put(rank, "weights_gib", float(m.group(2)))
         elif m := _F_KV.search(msg):
-            put("kv_tokens", int(m.group(1)))
+            put(rank, "kv_tokens", int(m.group(1)))
             kv = float(m.group(4)) if m.group(4) else float(m.group(2)) + float(m.group(3))
-            put("kv_gib", round(kv, 4))
+            put(rank, "kv_gib", round(kv, 4))
         elif m := _F_MAMBA.search(msg):
-            put("state_slots", int(m.group(1)))
-            put("state_gib", round(float(m.group(2)) + float(m.group(3)), 4))
+            put(rank, "state_slots", int(m.group(1)))
+            put(rank, "state_gib", round(float(m.group(2)) + float(m.group(3)), 4))
         elif m := _F_POOL.search(msg):
-            put("avail_after_pool_gib", float(m.group(1)))
+            put(rank, "avail_after_pool_gib", float(m.group(1)))
         elif m := _F_GRAPH.search(msg):
-            put("graph_gib", float(m.group(1)))
-            put("avail_after_graph_gib", float(m.group(2)))
+            put(rank, "graph_gib", float(m.group(1)))
+            put(rank, "avail_after_graph_gib", float(m.group(2)))
         elif m := _F_TOKENS.search(msg):
-            put("max_total_num_tokens", int(m.group(1)))
-            put("max_running_requests", int(m.group(2)))
-            put("context_len", int(m.group(3)))
-    return LogFigures(**vals)  # type: ignore[arg-type]
+            put(rank, "max_total_num_tokens", int(m.group(1)))
+            put(rank, "max_running_requests", int(m.group(2)))
+            put(rank, "context_len", int(m.group(3)))
+    return LogFigures(**{k: v for k, (_, v) in best.items()})  # type: ignore[arg-type]

@@ -58,11 +58,27 @@ def test_real_log_excerpt_is_classified(name, klass, phase, via, confidence, cau
     assert d.advice
 
 
+# start-up logs without a failure: nothing is classified; the figures are read
+OK_LOGS = [
+    ("ok-startup.sglang-pr4826.txt", {"weights_gib": 8.13, "kv_tokens": 834615, "kv_gib": 108.24}),
+    ("ok-startup-kv-dtype.sglang-pr11830.txt", {"kv_tokens": 2243474, "graph_gib": 1.44, "avail_after_pool_gib": 40.03}),
+    ("ok-startup-kv-dtype.sglang-pr29853.txt", {"kv_tokens": 387968, "kv_gib": 11.84}),
+]
+
+
+@pytest.mark.parametrize("name, figures", OK_LOGS, ids=[o[0] for o in OK_LOGS])
+def test_real_startup_log_shows_no_failure_and_its_figures(name, figures):
+    d = diagnose_log(log_lines(name))
+    assert (d.failure_class, d.failed, d.cause) == ("none", False, None)
+    got = read_figures(log_lines(name)).to_dict()
+    assert {k: got[k] for k in figures} == figures
+
+
 def test_every_failure_log_cites_its_thread_on_the_first_line():
     for path in sorted(LOGS.glob("*.txt")):
         first = path.read_text(encoding="utf-8").splitlines()[0]
         assert first.startswith("# source: https://github.com/"), path.name
-    assert {p.name for p in LOGS.glob("*.txt")} == {r[0] for r in REAL_LOGS}
+    assert {p.name for p in LOGS.glob("*.txt")} == {r[0] for r in REAL_LOGS} | {o[0] for o in OK_LOGS}
 
 
 P = "[2026-05-01 10:00:0{} TP0] "
@@ -131,6 +147,13 @@ SYNTHETIC = [
         "nccl", None, "child-failed",
     ),
     (
+        "warnings-and-a-handled-traceback-before-ready-are-no-failure",
+        ["Traceback (most recent call last):", '  File "x.py", line 1, in <module>', "ImportError: no vllm",
+         "UserWarning: NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation."]
+        + STARTUP_0511 + ["[2026-05-01 10:00:06] The server is fired up and ready to roll!"],
+        "none", None, None,
+    ),
+    (
         "import-error-of-an-unused-model-is-no-failure",
         ["[2026-05-01 10:00:00] Ignore import error when loading sglang.srt.models.foo. No module named 'bar'"]
         + STARTUP_0511 + ["[2026-05-01 10:00:06] The server is fired up and ready to roll!"],
@@ -144,6 +167,34 @@ SYNTHETIC = [
          "when using --mamba-scheduler-strategy no_buffer. To use radix cache with speculative decoding, please use "
          "--mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1."],
         "flags-refused", None, None,
+    ),
+    (
+        "assertion-in-server-args-is-flags-refused",
+        ["Traceback (most recent call last):",
+         '  File "/usr/local/lib/python3.12/dist-packages/sglang/launch_server.py", line 1, in <module>',
+         '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/server_args.py", line 2, in check_server_args',
+         "    assert self.tp_size % self.pp_size == 0",
+         "AssertionError"],
+        "flags-refused", None, None,
+    ),
+    (
+        "context-length-beyond-the-model",
+        [P.format(0) + "Scheduler hit an exception: Traceback (most recent call last):",
+         '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/configs/model_config.py", line 475, in _derive_context_length',
+         "ValueError: Warning: User-specified context_length (262144) is greater than the derived context_length (40960). "
+         "This may lead to incorrect model outputs or CUDA errors. Note that the derived context_length may differ from "
+         "max_position_embeddings in the model's config. To allow overriding this maximum, set the env var "
+         "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
+         "[2026-05-01 10:00:05] Received sigquit from a child process. It usually means the child failed."],
+        "flags-refused", None, "child-failed",
+    ),
+    (
+        "compose-and-rank-prefixes",
+        ["sglang-1  | [2026-05-01 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+         'sglang-1  | [rank0]:   File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 1, in init_torch_distributed',
+         "sglang-1  | [rank0]: RuntimeError: No CUDA GPUs are available",
+         "sglang-1  | [2026-05-01 10:00:01] Received sigquit from a child process. It usually means the child failed."],
+        "no-gpu-visible", None, "child-failed",
     ),
     ("empty-log", [], "none", None, None),
 ]
