@@ -95,6 +95,10 @@ class CertifyOptions:
     python: str = "python3"
     environment: dict[str, str] = field(default_factory=dict)
     lock_dir: Path | None = None
+    # Talk HTTP from inside the server container (docker exec) instead of through the port
+    # published on 127.0.0.1: for a remote engine (DOCKER_HOST=ssh://, tcp://), whose
+    # loopback this machine cannot reach.
+    http_in_container: bool = False
 
 
 @dataclass
@@ -265,7 +269,10 @@ def preflight(
         check("plan-fits", bool(plan.get("fits")),
               f"the plan does not fit ({plan.get('verdict')}): {'; '.join(plan.get('problems') or [])}")
 
-    check("port-free", _port_free(options.host_port), f"port {options.host_port} on 127.0.0.1 is in use")
+    if options.http_in_container:
+        notes.append(f"port check skipped: the engine is remote; port {options.host_port} is on its host")
+    else:
+        check("port-free", _port_free(options.host_port), f"port {options.host_port} on 127.0.0.1 is in use")
     if problems:
         raise NegativeVerdict("certify preflight failed: " + "; ".join(problems),
                               hint="nothing was started")
@@ -391,6 +398,8 @@ def certify(
             follower = threading.Thread(target=_follow_log, args=(eng, run), daemon=True)
             follower.start()
             base = f"http://127.0.0.1:{options.host_port}"
+            if options.http_in_container:
+                http = httpx.Client(transport=ExecTransport(eng, run, options.container_port, options.python))
             diagnosis = _wait_ready(options, eng, http, run, base, fail, progress)
             if failure is None:
                 cert["timings"]["ready_s"] = round(time.monotonic() - run.started, 3)
@@ -437,6 +446,87 @@ def certify(
     return cert
 
 
+class ExecTransport(httpx.BaseTransport):
+    """httpx through ``docker exec``: each request is made by python inside the server
+    container, to its own 127.0.0.1 (see engine.exec_http). Host and port of the URL are
+    ignored; the container port is used."""
+
+    def __init__(self, eng: engine.Engine, run: _Run, container_port: int, python: str = "python3") -> None:
+        self.eng = eng
+        self.run = run
+        self.container_port = container_port
+        self.python = python
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if not self.run.container_id:
+            raise httpx.ConnectError("no container yet", request=request)
+        timeout = request.extensions.get("timeout", {}).get("read") or 30.0
+        path = request.url.raw_path.decode("ascii")
+        answer = engine.exec_http(self.eng, self.run.container_id, request.method, self.container_port, path,
+                                  request.read() or None, timeout_s=float(timeout), python=self.python)
+        if answer is None:
+            raise httpx.ConnectError(f"nothing answers on port {self.container_port} in the container", request=request)
+        status, body = answer
+        return httpx.Response(status, content=body, request=request)
+
+
+def parse_nvidia_smi(text: str) -> HostGpus:
+    """The three sections ContainerGpuProbe prints, split by '---' lines: the GPU query, the
+    compute-apps query (both ``--format=csv,noheader,nounits``) and nvidia-smi's banner."""
+    from imgbuild.gpus import GpuProcess
+
+    parts = text.split("\n---\n")
+    if len(parts) < 3:
+        raise UsageError(f"unexpected nvidia-smi output: {text.strip()[:200]}")
+    gpus_csv, apps_csv, banner = parts[0], parts[1], parts[2]
+    procs: dict[str, list[GpuProcess]] = {}
+    for line in apps_csv.strip().splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) >= 4 and cells[1].isdigit():
+            used = int(cells[3]) if cells[3].isdigit() else 0
+            procs.setdefault(cells[0], []).append(GpuProcess(pid=int(cells[1]), name=cells[2], used_memory_mib=used))
+    devices = []
+    driver = ""
+    for line in gpus_csv.strip().splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) < 8 or not cells[0].isdigit():
+            continue
+        index, uuid, name, total, used, free, cap, driver = cells[:8]
+        devices.append(GpuDevice(index=int(index), uuid=uuid, name=name, memory_total_mib=int(total),
+                                 memory_used_mib=int(used), memory_free_mib=int(free), compute_capability=cap,
+                                 processes=tuple(procs.get(uuid, ()))))
+    cuda = ""
+    marker = "CUDA Version:"
+    if marker in banner:
+        cuda = banner.split(marker, 1)[1].split()[0].strip("|")
+    return HostGpus(driver_version=driver, cuda_driver_version=cuda, devices=tuple(devices))
+
+
+class ContainerGpuProbe:
+    """Reads the GPUs of the engine's host with nvidia-smi in a short container of ``image``
+    (the NVIDIA runtime mounts nvidia-smi in): NVML for a remote DOCKER_HOST."""
+
+    QUERY = (
+        "nvidia-smi --query-gpu=index,uuid,name,memory.total,memory.used,memory.free,compute_cap,driver_version"
+        " --format=csv,noheader,nounits; echo ---;"
+        " nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,noheader,nounits;"
+        " echo ---; nvidia-smi"
+    )
+
+    def __init__(self, eng: engine.Engine, image: str) -> None:
+        self.eng = eng
+        self.image = image
+
+    def read(self) -> HostGpus:
+        from imgbuild.errors import EnvironmentUnavailable
+
+        code, output = engine.run_with_all_gpus(self.eng, self.image, ["sh", "-c", self.QUERY])
+        if code != 0:
+            raise EnvironmentUnavailable(f"nvidia-smi in {self.image} on the engine's host failed (exit {code}): "
+                                         f"{output.strip()[-200:]}", hint="the engine's host needs the NVIDIA container toolkit")
+        return parse_nvidia_smi(output)
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -454,7 +544,7 @@ def _new_certificate(options: CertifyOptions, facts: Any, pre: Preflight, flags:
     gaps = []
     if not options.attach_gpus:
         gaps.append("no GPU was attached to the container (--no-gpus): it ran without the target's GPUs")
-    if options.probe_source != "nvml":
+    if options.probe_source.startswith("snapshot"):
         gaps.append(f"the GPUs were read from {options.probe_source}, not from the NVIDIA driver")
     if not facts.repo_digests:
         gaps.append("the image has no repository digest (it was never pushed or pulled): "

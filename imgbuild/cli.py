@@ -370,6 +370,16 @@ def certify(image: str, target_name: str | None, gpus_text: str | None, model_di
     if bad:
         raise UsageError(f"--env {bad[0]!r}: expected KEY=VALUE")
     snapshot = os.environ.get(SNAPSHOT_ENV)
+    docker_host = os.environ.get("DOCKER_HOST", "")
+    remote = docker_host.startswith(("ssh://", "tcp://")) and not any(
+        h in docker_host for h in ("://127.0.0.1", "://localhost"))
+    eng = engine.connect()
+    if snapshot:
+        probe, probe_source = default_probe(), f"snapshot:{snapshot}"
+    elif remote:  # NVML here would read this machine: ask the engine's host instead
+        probe, probe_source = flow.ContainerGpuProbe(eng, image), f"nvidia-smi on {docker_host}"
+    else:
+        probe, probe_source = default_probe(), "nvml"
     opts = flow.CertifyOptions(
         image=image, gpus=gpus_text, launch_flags=flags,
         target_name=target.name if target else None,
@@ -377,7 +387,7 @@ def certify(image: str, target_name: str | None, gpus_text: str | None, model_di
         cuda=target.cuda if target else None,
         model_dir=model_dir, model_ref=model_ref or (target.model if target and not model_dir else None),
         hf_cache=hf_cache, gpu_uuids=gpu_uuids, attach_gpus=not no_gpus,
-        probe_source=f"snapshot:{snapshot}" if snapshot else "nvml",
+        probe_source=probe_source, http_in_container=remote,
         host_port=host_port, ready_timeout_s=timeout_s, max_used_mib=max_used_mib,
         environment=dict(p.split("=", 1) for p in env_pairs),
     )
@@ -390,7 +400,7 @@ def certify(image: str, target_name: str | None, gpus_text: str | None, model_di
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
         with httpx.Client(trust_env=False) as http:
-            cert = flow.certify(opts, eng=engine.connect(), probe=default_probe(), matrix=matrix,
+            cert = flow.certify(opts, eng=eng, probe=probe, matrix=matrix,
                                 http=http, store=CertStore(store_dir), planner=planner, progress=progress)
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -581,12 +591,14 @@ def _target_want(name: str, matrix_path: str | None):  # noqa: ANN202 - TargetWa
     target = targets_of(matrix.raw).get(name)
     if target is None:
         return TargetWant(name=name)
-    gpu, count, names = None, None, frozenset()
+    gpu, count, names, min_driver = None, None, frozenset(), None
     if target.gpus:
         spec, count = matrix.resolve_gpu(target.gpus)
         gpu, names = spec.name, frozenset((spec.name, *spec.smi_names, *spec.aliases))
+    if target.cuda:
+        min_driver = matrix.cuda_spec(target.cuda).min_driver
     return TargetWant(name=name, gpu_name=gpu, gpu_count=count, gpu_names_ok=names,
-                      launch_flags=tuple(target.launch_flags))
+                      launch_flags=tuple(target.launch_flags), min_driver=min_driver)
 
 
 def _print_verify(result) -> None:  # noqa: ANN001 - VerifyResult

@@ -398,3 +398,57 @@ def test_certify_records_log_figures_beside_the_plan(docker_env, standin_image, 
     figures = cert["figures"]
     assert figures["plan"]["kv_tokens"] > 0 and figures["log"]["kv_tokens"] > 0
     assert figures["difference"]["kv_tokens"] == figures["log"]["kv_tokens"] - figures["plan"]["kv_tokens"]
+
+
+NVIDIA_SMI_OUTPUT = """0, GPU-5c1b7e4e-0000-4c1e-9d1b-3a2f00000000, NVIDIA RTX A6000, 49140, 4, 48669, 8.6, 580.126.09
+1, GPU-5c1b7e4e-0001-4c1e-9d1b-3a2f00000001, NVIDIA RTX A6000, 49140, 40964, 7709, 8.6, 580.126.09
+---
+GPU-5c1b7e4e-0001-4c1e-9d1b-3a2f00000001, 41872, python3, 40960
+---
+Wed May  1 10:00:00 2026
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 580.126.09             Driver Version: 580.126.09     CUDA Version: 13.0     |
++-----------------------------------------+------------------------+----------------------+
+"""
+
+
+def test_nvidia_smi_output_becomes_the_hosts_gpus(matrix):
+    from imgbuild.certify import parse_nvidia_smi
+
+    host = parse_nvidia_smi(NVIDIA_SMI_OUTPUT)
+    assert (host.driver_version, host.cuda_driver_version) == ("580.126.09", "13.0")
+    assert [(d.index, d.name, d.memory_total_mib, d.compute_capability) for d in host.devices] == [
+        (0, "NVIDIA RTX A6000", 49140, "8.6"), (1, "NVIDIA RTX A6000", 49140, "8.6")]
+    assert host.devices[1].processes[0].pid == 41872
+    with pytest.raises(NegativeVerdict, match="pid 41872 python3"):
+        preflight(options(), host=host, matrix=matrix, labels={})
+
+
+@pytest.mark.docker
+def test_a_command_runs_once_in_a_throwaway_container(docker_env):
+    """The runner ContainerGpuProbe uses (there with every GPU and nvidia-smi; here without)."""
+    env, eng = docker_env
+    from imgbuild import engine
+
+    code, output = engine.run_with_all_gpus(eng, env["IMGBUILD_TEST_BASE"], ["sh", "-c", "echo one; echo ---; exit 3"],
+                                            gpus=False)
+    assert (code, output) == (3, "one\n---\n")
+    assert engine.containers_labelled(eng, engine.CERTIFY_LABEL, "gpu-probe") == []
+
+
+@pytest.mark.docker
+def test_certify_through_docker_exec_as_for_a_remote_engine(docker_env, standin_image, model_dir, tmp_path):
+    """With a remote DOCKER_HOST the published port is on the engine's host: the HTTP checks
+    run inside the server container instead."""
+    import httpx
+
+    _, eng = docker_env
+    opts = options(image=standin_image[0], model_dir=str(model_dir), cuda=None, http_in_container=True,
+                   environment={"STANDIN_STEP_S": "0.05"}, lock_dir=tmp_path / "locks")
+    with httpx.Client(trust_env=False) as http:
+        cert = certify(opts, eng=eng, probe=SnapshotProbe(GPUS / "a6000x2-clean.json"), matrix=load_matrix(),
+                       http=http, store=CertStore(tmp_path / "certs"))
+    assert cert["verdict"] == "pass-unattested", cert["failure"]
+    assert cert["server_info"]["tp_size"] == 2 and cert["generation"]["deterministic"]
+    assert any("port check skipped" in n for n in cert["preflight_notes"])
+    assert leftover_containers(eng, cert["id"]) == []
