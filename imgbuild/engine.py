@@ -632,6 +632,89 @@ def containers_labelled(engine: Engine, label: str, value: str | None = None) ->
         raise EnvironmentUnavailable(f"cannot list containers: {exc}") from exc
 
 
+def image_entrypoint(engine: Engine, ref: str) -> tuple[str, ...]:
+    """The image's ENTRYPOINT (empty when it has none)."""
+    try:
+        config = engine.api.inspect_image(ref).get("Config") or {}
+    except docker.errors.DockerException as exc:
+        raise _no_engine(exc) from exc
+    return tuple(config.get("Entrypoint") or ())
+
+
+# Runs inside the server container: one HTTP request to the server on its own loopback,
+# answered as one JSON line. Used when the engine is remote (DOCKER_HOST=ssh://, tcp://),
+# where the port published on the engine host's 127.0.0.1 is out of this machine's reach.
+_EXEC_HTTP = r"""
+import base64, json, sys, urllib.request, urllib.error
+method, url, body, timeout = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+req = urllib.request.Request(url, data=base64.b64decode(body) if body else None, method=method,
+                             headers={"Content-Type": "application/json"} if body else {})
+try:
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        status, data = resp.status, resp.read()
+except urllib.error.HTTPError as exc:
+    status, data = exc.code, exc.read()
+except Exception as exc:
+    print(json.dumps({"error": f"{type(exc).__name__}: {exc}"})); sys.exit(0)
+print(json.dumps({"status": status, "body": base64.b64encode(data).decode()}))
+"""
+
+
+def exec_http(engine: Engine, container_id: str, method: str, port: int, path: str, body: bytes | None,
+              *, timeout_s: float, python: str = "python3") -> tuple[int, bytes] | None:
+    """One HTTP request made from inside the container to 127.0.0.1:port; (status, body),
+    or None when nothing answered (not listening yet, refused, timed out)."""
+    import base64
+
+    cmd = [python, "-c", _EXEC_HTTP, method, f"http://127.0.0.1:{port}{path}",
+           base64.b64encode(body).decode() if body else "", str(timeout_s)]
+    try:
+        exec_id = engine.api.exec_create(container_id, cmd, stdout=True, stderr=True)["Id"]
+        output = engine.api.exec_start(exec_id).decode("utf-8", "replace")
+    except docker.errors.NotFound:
+        return None
+    except docker.errors.APIError as exc:
+        if exc.status_code == 409:  # the container is not running (any more)
+            return None
+        raise EnvironmentUnavailable(f"cannot exec in {container_id[:12]}: {exc.explanation or exc}") from exc
+    except docker.errors.DockerException as exc:
+        raise _no_engine(exc) from exc
+    lines = [ln for ln in output.splitlines() if ln.startswith("{")]
+    if not lines:
+        return None
+    answer = json.loads(lines[-1])
+    if "status" not in answer:
+        return None
+    return int(answer["status"]), base64.b64decode(answer["body"])
+
+
+def run_with_all_gpus(engine: Engine, image_ref: str, command: list[str], *, timeout_s: float = 120.0,
+                      gpus: bool = True) -> tuple[int, str]:
+    """Run ``command`` once in a throwaway container of ``image_ref`` (with every GPU of the
+    engine's host when ``gpus``); (exit code, output). The container is always removed."""
+    from docker.types import DeviceRequest
+
+    kwargs: dict[str, Any] = {"entrypoint": [command[0]], "command": command[1:], "network_disabled": True,
+                              "labels": {CERTIFY_LABEL: "gpu-probe"}}
+    if gpus:
+        # "utility" makes the NVIDIA runtime put nvidia-smi into the container
+        kwargs["device_requests"] = [DeviceRequest(driver="nvidia", count=-1, capabilities=[["gpu", "utility"]])]
+    container = None
+    try:
+        container = engine.client.containers.create(image_ref, **kwargs)
+        container.start()
+        result = container.wait(timeout=timeout_s)
+        output = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
+        return int(result.get("StatusCode", -1)), output
+    except docker.errors.ImageNotFound as exc:
+        raise UsageError(f"image {image_ref!r} is not on the engine") from exc
+    except docker.errors.DockerException as exc:
+        raise EnvironmentUnavailable(f"cannot run {command[0]} in {image_ref}: {exc}") from exc
+    finally:
+        if container is not None:
+            remove_container(engine, container.id, stop_timeout_s=1)
+
+
 # --- push for publish ----------------------------------------------------------
 # (publish engineer: issue 6) Push with explicit credentials and per-layer progress.
 
