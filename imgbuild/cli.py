@@ -382,7 +382,7 @@ def certify(image: str, target_name: str | None, gpus_text: str | None, model_di
         probe, probe_source = default_probe(), "nvml"
     opts = flow.CertifyOptions(
         image=image, gpus=gpus_text, launch_flags=flags,
-        target_name=target.name if target else None,
+        target_name=target.name if target else None, target_gpus=target.gpus if target else None,
         engine_version=target.engine if target else None,
         cuda=target.cuda if target else None,
         model_dir=model_dir, model_ref=model_ref or (target.model if target and not model_dir else None),

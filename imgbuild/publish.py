@@ -380,6 +380,7 @@ class TargetWant:
     gpu_count: int | None = None
     gpu_names_ok: frozenset[str] = frozenset()  # names the hardware may report for it (nvidia-smi names)
     launch_flags: tuple[str, ...] | None = None
+    min_driver: str | None = None  # the NVIDIA driver the target's CUDA needs (matrix cuda: min_driver)
 
 
 @dataclass(frozen=True)
@@ -499,10 +500,18 @@ def _matches(cert: Mapping[str, Any], want: TargetWant, problems: list[str]) -> 
     if want.gpu_names_ok and gpus and not all(g in want.gpu_names_ok for g in gpus):
         problems.append(f"ran on {', '.join(sorted(set(gpus)))}, the target needs {want.gpu_name}")
         ok = False
+    driver = cert_driver(cert)
+    if want.min_driver and driver and _version(driver) < _version(want.min_driver):
+        problems.append(f"ran on driver {driver}; the target's CUDA needs {want.min_driver} or newer")
+        ok = False
     if want.launch_flags is not None and cert_flags(cert) and tuple(cert_flags(cert)) != want.launch_flags:
         problems.append("launch flags differ from the target's: " + " ".join(cert_flags(cert)))
         ok = False
     return ok
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int("".join(ch for ch in part if ch.isdigit()) or 0) for part in str(text).split("."))
 
 
 def load_certificates(store_dir: Path | None) -> list[dict[str, Any]]:

@@ -152,8 +152,9 @@ def certificate(engine: Any, image_id: str, *, verdict: str = "pass", digests: l
 def imgbuild(home: Path, *args: str, stdin: str | None = None, password: str | None = PASSWORD,
              outputs: list[bytes] | None = None, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
     env = {"PATH": os.environ["PATH"], "HOME": str(home / "home"), "DOCKER_CONFIG": str(home / "docker"),
-           "XDG_DATA_HOME": str(home / "data"), "XDG_CACHE_HOME": str(home / "cache"),
-           "DOCKER_HOST": os.environ["DOCKER_HOST"]}
+           "XDG_DATA_HOME": str(home / "data"), "XDG_CACHE_HOME": str(home / "cache")}
+    if "DOCKER_HOST" in os.environ:
+        env["DOCKER_HOST"] = os.environ["DOCKER_HOST"]
     auth = ["-u", USER, "--password-stdin"] if password is not None else []
     done = subprocess.run([sys.executable, "-m", "imgbuild.cli", *args, *auth], env=env, capture_output=True, text=True,
                           input=(password + "\n") if password is not None else stdin, timeout=timeout_s)
@@ -475,3 +476,30 @@ def test_verify_rejects_an_artifact_listed_for_this_image_whose_subject_is_anoth
     [check] = result.checks
     assert not check.bound
     assert f"artifact subject is {a.digest}, not this image ({b.digest})" in check.problems
+
+
+@pytest.mark.parametrize(("driver", "gpu", "count", "problem"), [
+    ("580.95.05", "NVIDIA RTX A6000", 2, None),
+    ("535.161.08", "NVIDIA RTX A6000", 2, "ran on driver 535.161.08; the target's CUDA needs 580.65.06 or newer"),
+    ("580.95.05", "NVIDIA L40S", 2, "ran on NVIDIA L40S, the target needs RTX A6000"),
+    ("580.95.05", "NVIDIA RTX A6000", 1, "ran on 1 GPU(s), the target needs 2"),
+], ids=["matches", "old-driver", "other-gpu", "fewer-gpus"])
+def test_verify_for_a_target_checks_gpus_and_driver_of_the_certificate(
+    driver: str, gpu: str, count: int, problem: str | None, registry: RegistryServer, client: RegistryClient,
+    home: Path
+) -> None:
+    from test_registry import push_image_manifest
+
+    repo = f"hw/{uuid.uuid4().hex[:8]}"
+    subject = push_image_manifest(client, repo, "v1", repo)
+    cert = {"id": "hw", "verdict": "pass", "target": {"name": TARGET["name"], "launch_flags": TARGET["launch_flags"]},
+            "image": {"repo_digests": [f"{registry.host}/{repo}@{subject.digest}"]},
+            "hardware": {"driver_version": driver, "gpus": [{"name": gpu}] * count}}
+    client.attach_artifact(repo, subject=subject, artifact_type=CERT_ARTIFACT_TYPE,
+                           payload=json.dumps(cert).encode(), payload_media_type="application/json")
+    shown = imgbuild(home, *verify_args(f"{registry.host}/{repo}:v1", registry, "--for", TARGET["name"], "--json"))
+    assert shown.returncode == (0 if problem is None else 1), shown.stderr
+    [check] = json.loads(shown.stdout)["certificates"]
+    assert check["bound"] and check["matches_target"] is (problem is None)
+    if problem:
+        assert problem in check["problems"]
