@@ -1796,6 +1796,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     cache_dir: Path = args.cache
+    # Refuse early (before any download or write) when the matrix has no marker line.
+    try:
+        split_at_marker(args.matrix.read_bytes(), args.matrix)
+    except OSError as exc:
+        raise GenError(f"--matrix {args.matrix}: {exc.strerror}") from exc
     client = None if args.offline else _http_client()
     try:
         if args.wheel_dir is not None:
@@ -1894,7 +1899,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: {note}", file=sys.stderr)
     if args.verbose:
         for problem in summary["flag_problems"]:
-            print(f"server_args: {problem}", file=sys.stderr)
+            print(problem, file=sys.stderr)
     print(
         f"{summary['engines']} engines, {summary['specs']} distinct flag specs; "
         f"{args.matrix} {'updated' if summary['matrix_changed'] else 'unchanged'}, {args.server_args} written; "

@@ -287,6 +287,7 @@ def test_missing_marker_is_refused_and_the_file_left_alone(fake_release: dict[st
     fake_release["matrix"].write_text("schema: 1\nengines: []\n")
     assert run_script(fake_release) == 2
     assert fake_release["matrix"].read_text() == "schema: 1\nengines: []\n"
+    assert not fake_release["server_args"].exists()
     assert "GENERATED" in capsys.readouterr().err
 
 
