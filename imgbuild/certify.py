@@ -72,7 +72,8 @@ _OWNED_FLAGS = {"--model-path", "--model", "--host", "--port"}
 @dataclass(frozen=True, kw_only=True)
 class CertifyOptions:
     image: str
-    gpus: str = ""  # the target's GPUs, e.g. "RTX A6000x2" (default: the image's recipe)
+    gpus: str = ""  # the GPUs to certify on, e.g. "RTX A6000x2" (default: the target's)
+    target_gpus: str | None = None  # the GPUs the target (or the image's recipe) names
     launch_flags: tuple[str, ...] = ()  # default: the image's recipe
     target_name: str | None = None
     engine_version: str | None = None  # the target's SGLang version, for the record
@@ -138,7 +139,8 @@ def options_from_recipe(options: CertifyOptions, labels: dict[str, str]) -> Cert
         recipe = {}
     filled = replace(
         options,
-        gpus=options.gpus or recipe.get("gpus") or "",
+        target_gpus=options.target_gpus or recipe.get("gpus"),
+        gpus=options.gpus or options.target_gpus or recipe.get("gpus") or "",
         launch_flags=options.launch_flags or tuple(recipe.get("launch_flags") or ()),
         target_name=options.target_name or recipe.get("name"),
         engine_version=options.engine_version or recipe.get("engine") or labels.get("io.imgbuild.engine"),
@@ -224,6 +226,12 @@ def preflight(
             problems.append(detail)
 
     spec, count = matrix.resolve_gpu(options.gpus)
+    if options.target_gpus:
+        t_spec, t_count = matrix.resolve_gpu(options.target_gpus)
+        # a certificate is for the target's hardware; other GPUs cannot certify it
+        check("target-hardware", (t_spec, t_count) == (spec, count),
+              f"target {options.target_name or ''} is for {t_count} x {t_spec.name}; "
+              f"{count} x {spec.name} is other hardware".replace("target  is", "the target is"))
     wanted = [d for d in host.devices if options.gpu_uuids == () or d.uuid in options.gpu_uuids]
     if options.gpu_uuids:
         missing = sorted(set(options.gpu_uuids) - {d.uuid for d in host.devices})

@@ -452,3 +452,9 @@ def test_certify_through_docker_exec_as_for_a_remote_engine(docker_env, standin_
     assert cert["server_info"]["tp_size"] == 2 and cert["generation"]["deterministic"]
     assert any("port check skipped" in n for n in cert["preflight_notes"])
     assert leftover_containers(eng, cert["id"]) == []
+
+
+def test_other_gpus_than_the_targets_cannot_certify_it(matrix):
+    opts = options(gpus="L4", target_gpus="RTX A6000x2", target_name="qwen3.6-27b-a6000x2")
+    with pytest.raises(NegativeVerdict, match="target qwen3.6-27b-a6000x2 is for 2 x RTX A6000; 1 x L4 is other hardware"):
+        preflight(opts, host=SnapshotProbe(GPUS / "l4x1-clean.json").read(), matrix=matrix, labels={})
