@@ -428,9 +428,24 @@ def _print_certificate(cert: dict) -> None:
             click.echo(f"  - {item}")
     for gap in cert.get("attestation_gaps") or []:
         click.echo(f"not attested: {gap}")
+    for note in cert.get("preflight_notes") or []:
+        click.echo(f"note: {note}")
+    gen = cert.get("generation") or {}
+    if gen:
+        spec = f", acceptance length {gen['spec_accept_length']:.2f}" if gen.get("spec_accept_length") else ""
+        click.echo(f"generation: {len(gen.get('output_ids') or [])} tokens, deterministic={gen.get('deterministic')}{spec}")
+    figures = cert.get("figures") or {}
+    log_f, plan_f = figures.get("log") or {}, figures.get("plan") or {}
+    for key in ("weights_gib", "kv_tokens", "state_slots", "graph_gib"):
+        if log_f.get(key) is not None or plan_f.get(key) is not None:
+            diff = (figures.get("difference") or {}).get(key)
+            click.echo(f"  {key:<12} log {log_f.get(key)}  plan {plan_f.get(key, '-')}"
+                       + (f"  (log - plan {diff:+g})" if diff is not None else ""))
     t = cert.get("timings") or {}
     click.echo(f"timings: weights {t.get('weights_loaded_s')} s, ready {t.get('ready_s')} s, "
-               f"first generation {t.get('first_generation_s')} s")
+               f"first generation {t.get('first_generation_s')} s"
+               + (f"; fatal line at {t['fatal_line_s']} s, verdict at {t['verdict_s']} s "
+                  f"(deadline {t['ready_deadline_s']:g} s)" if t.get("verdict_s") is not None else ""))
     click.echo(f"log: {cert.get('log_file')}")
 
 
