@@ -177,6 +177,21 @@ class Engine:
         except docker.errors.DockerException as exc:
             raise UsageError(f"cannot remove image {ref}: {exc}") from exc
 
+    def remove_layers(self, layer_ids: list[str]) -> None:
+        """Remove untagged intermediate images of a throwaway build, newest first.
+
+        Without it, a no-cache rebuild leaves a second set of cache candidates
+        that later builds may pick, and its COPY --from layers then miss the cache.
+        Layers still in use or tagged are left alone."""
+        for layer_id in reversed(layer_ids):
+            try:
+                info = self.api.inspect_image(layer_id)
+                if info.get("RepoTags"):
+                    continue
+                self.api.remove_image(layer_id, force=False, noprune=True)
+            except docker.errors.DockerException:
+                continue
+
     # -- builds ---------------------------------------------------------------
 
     def build(
@@ -188,8 +203,12 @@ class Engine:
         labels: dict[str, str] | None = None,
         on_event: Callable[[BuildEvent], None] | None = None,
         what: str = "image",
+        layers_out: list[str] | None = None,
     ) -> str:
-        """Build from an in-memory context; return the image id. Nothing is tagged."""
+        """Build from an in-memory context; return the image id. Nothing is tagged.
+
+        ``layers_out`` collects the layer (intermediate image) ids of every step
+        but FROM, so a throwaway build can be removed with ``remove_layers``."""
         context = _tar_context(files)
         started = time.monotonic()
         step, total, step_text = 0, 0, ""
@@ -238,6 +257,8 @@ class Engine:
                         continue
                     layer = _LAYER.match(line)
                     if layer:
+                        if layers_out is not None and step_text and not step_text.upper().startswith("FROM "):
+                            layers_out.append(layer.group(1))
                         emit("layer", line.strip(), layer.group(1))
                         continue
                     if line.startswith(" ---> Running in ") or line.startswith("Removing intermediate container"):
@@ -365,8 +386,11 @@ def _build_error(what: str, step: int, total: int, step_text: str, tail: list[st
             hint, network = fix, is_network
             break
     where = f"step {step}/{total} ({_short(step_text)})" if step else "before the first step"
-    last = " | ".join(tail[-8:]) if tail else "(no output)"
-    text = f"building {what} failed at {where}: {message.strip()}; last output: {last}"
+    code = re.search(r"returned a non-zero code: (\d+)", message)
+    reason = f"exit code {code.group(1)}" if code else _short(message.strip(), 300)
+    # The whole tail is on BuildFailed.last_lines (the CLI prints it); the message keeps the last lines.
+    last = " | ".join(_short(line, 200) for line in tail[-3:]) if tail else "(no output)"
+    text = f"building {what} failed at {where}: {reason}; last output: {last}"
     cls = BuildEnvironmentFailed if network else BuildFailed
     return cls(text, step=step_text, last_lines=tail, hint=hint)
 

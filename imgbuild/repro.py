@@ -112,15 +112,21 @@ def verify_repro(engine: Engine, options: ReproOptions) -> ReproReport:
     if options.ca_bundle is not None:
         files["ca-bundle.crt"] = options.ca_bundle.read_bytes()
     buildargs = {"PIP_INDEX_URL": options.pip_index_url} if options.pip_index_url else {}
+    layers: list[str] = []
     rebuilt = engine.build(
-        files, buildargs=buildargs, nocache=True, on_event=options.on_progress, what=f"{options.image} (rebuild)"
+        files,
+        buildargs=buildargs,
+        nocache=True,
+        on_event=options.on_progress,
+        what=f"{options.image} (rebuild)",
+        layers_out=layers,
     )
     try:
         original = environment_manifest(engine, info.id)
         again = environment_manifest(engine, rebuilt)
     finally:
         if not options.keep_rebuild and rebuilt != info.id:
-            engine.remove_image(rebuilt)
+            engine.remove_layers(layers)
     differences = compare_manifests(original, again)
     return ReproReport(
         image=options.image,

@@ -213,8 +213,9 @@ def test_failing_step_names_the_step_its_output_and_the_fix_and_tags_nothing(doc
     err = capsys.readouterr().err
     assert exit_info.value.code == 3
     line = [ln for ln in err.splitlines() if ln.startswith("imgbuild: error:")][0]
-    assert "failed at step 7/15 (RUN " in line and "CERTIFICATE_VERIFY_FAILED" in line
+    assert "failed at step 7/15 (RUN " in line and "No matching distribution found for" in line
     assert "pass --ca-bundle FILE" in line
+    assert "CERTIFICATE_VERIFY_FAILED" in err  # the step's output, printed above the error
     assert docker_engine.image_info(f"{repo}:{_rendered(test_base_ref).tag}") is None
     assert not (tmp_path / "r.json").exists()
 
@@ -248,3 +249,33 @@ def test_verify_repro_of_an_image_not_built_by_imgbuild_is_refused(test_base_ref
         main(["verify-repro", test_base_ref])
     assert exit_info.value.code == 2
     assert "has no io.imgbuild.recipe label" in capsys.readouterr().err
+
+
+@pytest.mark.docker
+def test_changing_the_launch_flags_reuses_the_installed_environment_layers(built_test_image, docker_engine, test_base_ref, tmp_path: Path) -> None:  # noqa: ANN001
+    """Layer order: the model-specific part comes after the heavy layers, so they come from cache."""
+    from dataclasses import replace
+
+    matrix = load_matrix()
+    target = with_base_override(find_target(matrix.raw, "test-sglang-0.5.9"), test_base_ref)
+    target = replace(target, launch_flags=("--tp", "1", "--port", str(30000 + os.getpid() % 1000)))
+    rendered = render_context(resolve_inputs(target, bases=bases_of(matrix.raw), engine=None, locks_dir=ROOT / "locks"))
+    assert rendered.recipe_digest != built_test_image.recipe_digest
+    events = []
+    record = build_image(
+        docker_engine,
+        BuildOptions(rendered=rendered, repository="imgbuild-test/layers", ca_bundle=HOST_CA_BUNDLE, force=True,
+                     record_path=tmp_path / "r.json", on_progress=events.append),
+    )
+    cached: dict[str, bool] = {}
+    current = ""
+    for event in events:
+        if event.kind == "step":
+            current = event.text
+            cached[current] = False
+        elif event.kind == "output" and "Using cache" in event.text:
+            cached[current] = True
+    heavy = [step for step in cached if step.startswith(("RUN if [ -s /tmp/imgbuild/ca-bundle.crt", "COPY --from=stack"))]
+    assert len(heavy) == 2 and all(cached[step] for step in heavy), cached
+    assert not cached[next(step for step in cached if step.startswith("CMD "))]
+    docker_engine.remove_image(record.image)
