@@ -279,3 +279,19 @@ def test_changing_the_launch_flags_reuses_the_installed_environment_layers(built
     assert len(heavy) == 2 and all(cached[step] for step in heavy), cached
     assert not cached[next(step for step in cached if step.startswith("CMD "))]
     docker_engine.remove_image(record.image)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    "registry_kind, fix",
+    [("local", "the base image is not in its registry"), ("closed-port", "cannot reach the registry of the base image")],
+    ids=["unknown-digest", "unreachable-registry"],
+)
+def test_unreachable_base_exits_3_with_the_fix(docker_engine, local_registry, registry_kind: str, fix: str, capsys: pytest.CaptureFixture) -> None:  # noqa: ANN001
+    host = local_registry if registry_kind == "local" else "127.0.0.1:9"
+    base = f"{host}/imgbuild-test/no-such-base@sha256:" + "0" * 64
+    with pytest.raises(SystemExit) as exit_info:
+        main(["build", "test-sglang-0.5.9", "--base", base, "--repository", "imgbuild-test/unreachable", "--force"])
+    assert exit_info.value.code == 3
+    line = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("imgbuild: error:")][0]
+    assert "failed at step 1/15 (FROM " in line and fix in line
