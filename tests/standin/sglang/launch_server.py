@@ -232,7 +232,7 @@ def start_up(state: State) -> None:
             die_like_sglang(
                 state,
                 "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
-                f"capacity of 47.41 GiB of which 9.12 MiB is free.",
+                "capacity of 47.41 GiB of which 9.12 MiB is free.",
                 ["managers/scheduler.py", "model_executor/model_runner.py", "model_executor/cuda_graph_runner.py"],
             )
         log(f"Capture cuda graph end. Time elapsed: {STEP_S:.2f} s. mem usage={state.graph_gib:.2f} GB. "
