@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import ast
 import email.parser
+import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from imgbuild.errors import UsageError
 
@@ -26,29 +29,142 @@ class SglangInstall:
     location: str
 
 
-def entry_classes(source: str, *, filename: str = "<model>") -> list[str]:
-    """Names bound to ``EntryClass`` in one model module: ``X`` or ``[X, Y]``."""
+def module_statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
+    """Module-level statements, including those inside top-level if/try blocks (guarded
+    imports and definitions), but not inside functions or classes."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.If):
+            yield from module_statements(stmt.body)
+            yield from module_statements(stmt.orelse)
+        elif isinstance(stmt, ast.Try):
+            yield from module_statements(stmt.body)
+            for handler in stmt.handlers:
+                yield from module_statements(handler.body)
+            yield from module_statements(stmt.orelse)
+            yield from module_statements(stmt.finalbody)
+
+
+def parse_entry_classes(source: str) -> tuple[list[str], list[str]]:
+    """The architecture names a models/*.py file registers, and what could not be resolved.
+
+    SGLang registers `cls.__name__` of each class in `EntryClass` (a class or a list), so
+    an alias `B = A` registers "A", and `from x import A as B` registers "A" too."""
     try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError:
-        return []
-    names: list[str] = []
-    for node in tree.body:
-        targets: list[ast.expr] = []
-        value: ast.expr | None = None
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        if value is None or not any(isinstance(t, ast.Name) and t.id == "EntryClass" for t in targets):
-            continue
-        items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
-        for item in items:
-            if isinstance(item, ast.Name):
-                names.append(item.id)
-            elif isinstance(item, ast.Attribute):
-                names.append(item.attr)
-    return names
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return _entry_classes_by_text(source, exc)
+    classes: set[str] = set()
+    bindings: dict[str, ast.AST] = {}
+    imported: dict[str, str] = {}
+    entry: ast.AST | None = None
+    extra_entries: list[ast.AST] = []
+    problems: list[str] = []
+    for stmt in module_statements(tree.body):
+        if isinstance(stmt, ast.ClassDef):
+            classes.add(stmt.name)
+            bindings.pop(stmt.name, None)
+            imported.pop(stmt.name, None)
+        elif isinstance(stmt, ast.ImportFrom):
+            for alias in stmt.names:
+                imported[alias.asname or alias.name] = alias.name
+                bindings.pop(alias.asname or alias.name, None)
+        elif isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    if target.id == "EntryClass":
+                        entry, extra_entries = stmt.value, []
+                    else:
+                        bindings[target.id] = stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value:
+            if stmt.target.id == "EntryClass":
+                entry, extra_entries = stmt.value, []
+            else:
+                bindings[stmt.target.id] = stmt.value
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            if stmt.target.id == "EntryClass" and isinstance(stmt.op, ast.Add):
+                extra_entries.append(stmt.value)
+        elif (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Attribute)
+            and isinstance(stmt.value.func.value, ast.Name)
+            and stmt.value.func.value.id == "EntryClass"
+            and stmt.value.func.attr in ("append", "extend")
+            and len(stmt.value.args) == 1
+        ):
+            extra_entries.append(
+                stmt.value.args[0]
+                if stmt.value.func.attr == "extend"
+                else ast.List(elts=[stmt.value.args[0]], ctx=ast.Load())
+            )
+    if entry is None:
+        return [], []
+
+    def resolve(node: ast.AST, seen: frozenset[str]) -> str | None:
+        if isinstance(node, ast.Name):
+            name = node.id
+            if name in seen:
+                return None
+            if name in bindings:
+                return resolve(bindings[name], seen | {name})
+            if name in classes:
+                return name
+            if name in imported:
+                return imported[name]
+            return None
+        if isinstance(node, ast.Attribute):
+            # `module.ClassName`: the class keeps its own name.
+            return node.attr
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "type"
+            and len(node.args) == 3
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            return node.args[0].value
+        return None
+
+    def elements(node: ast.AST) -> list[ast.AST]:
+        if isinstance(node, (ast.List, ast.Tuple)):
+            out: list[ast.AST] = []
+            for element in node.elts:
+                out.extend(elements(element.value) if isinstance(element, ast.Starred) else [element])
+            return out
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return elements(node.left) + elements(node.right)
+        if isinstance(node, ast.Name) and isinstance(bindings.get(node.id), (ast.List, ast.Tuple, ast.BinOp)):
+            return elements(bindings[node.id])
+        return [node]
+
+    names: set[str] = set()
+    for node in [entry, *extra_entries]:
+        for element in elements(node):
+            resolved = resolve(element, frozenset())
+            if resolved is None:
+                fallback = element.id if isinstance(element, ast.Name) else None
+                problems.append(
+                    f"EntryClass element {ast.unparse(element)!r} not resolved to a class"
+                    + (f"; kept as {fallback!r}" if fallback else "; skipped")
+                )
+                if fallback:
+                    names.add(fallback)
+            else:
+                names.add(resolved)
+    return sorted(names), problems
+
+
+def _entry_classes_by_text(source: str, exc: SyntaxError) -> tuple[list[str], list[str]]:
+    """Fallback for a file this Python cannot parse (syntax newer than the interpreter):
+    the names written in the `EntryClass = ...` statement, unresolved."""
+    match = re.search(r"^EntryClass\s*=\s*(\[[^\]]*\]|[A-Za-z_][A-Za-z0-9_]*)", source, re.MULTILINE)
+    problem = f"not parsed by Python {sys.version_info[0]}.{sys.version_info[1]} ({exc.msg}, line {exc.lineno})"
+    if not match:
+        return [], [problem + "; no EntryClass found by text"]
+    names = sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", match.group(1))))
+    return names, [problem + f"; EntryClass names taken as written: {', '.join(names)}"]
 
 
 def parse_metadata(text: str) -> tuple[str, str, tuple[str, ...]]:
@@ -72,7 +188,9 @@ def read_installation(site_dir: Path) -> SglangInstall | None:
         )
     classes: set[str] = set()
     for module in sorted(models_dir.glob("*.py")):
-        classes.update(entry_classes(module.read_text(encoding="utf-8", errors="replace"), filename=str(module)))
+        # utf-8-sig: some model files start with a byte-order mark (0.5.11's qwen2_classification.py)
+        names, _problems = parse_entry_classes(module.read_text(encoding="utf-8-sig", errors="replace"))
+        classes.update(names)
     return SglangInstall(
         version=version,
         requires_python=requires_python,

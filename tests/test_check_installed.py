@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from imgbuild.matrix import load_matrix
-from imgbuild.sglanginstall import entry_classes
+from imgbuild.sglanginstall import parse_entry_classes
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = str(ROOT / "examples" / "qwen3.6-27b")
@@ -87,7 +87,7 @@ def wheel_classes(path: Path) -> set[str]:
             name
             for member in zf.namelist()
             if member.startswith("sglang/srt/models/") and member.endswith(".py")
-            for name in entry_classes(zf.read(member).decode("utf-8", "replace"))
+            for name in parse_entry_classes(zf.read(member).decode("utf-8-sig", "replace"))[0]
         }
 
 
