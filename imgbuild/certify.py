@@ -100,6 +100,7 @@ class CertifyOptions:
     # published on 127.0.0.1: for a remote engine (DOCKER_HOST=ssh://, tcp://), whose
     # loopback this machine cannot reach.
     http_in_container: bool = False
+    read_kernel_targets: bool = True  # read torch's CUDA arch list in a throwaway container of the image
 
 
 @dataclass
@@ -193,6 +194,71 @@ def server_flags(options: CertifyOptions) -> tuple[str, ...]:
     return ("--model-path", model, *kept, "--host", "0.0.0.0", "--port", str(options.container_port))
 
 
+# Runs in a throwaway container of the image (no GPU needed): the CUDA architectures
+# torch was compiled for, from torch._C._cuda_getArchFlags (what torch.cuda.get_arch_list
+# returns once a GPU is present).
+_KERNEL_ARCHS = r"""
+import json
+try:
+    import torch
+    flags = torch._C._cuda_getArchFlags() if hasattr(torch._C, "_cuda_getArchFlags") else ""
+    print(json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda, "arch_flags": flags or ""}))
+except Exception as exc:
+    print(json.dumps({"error": type(exc).__name__ + ": " + str(exc)}))
+"""
+
+
+@dataclass(frozen=True)
+class KernelTargets:
+    """Compute capabilities an image's kernels carry: SASS per capability, PTX to JIT."""
+
+    sass: tuple[str, ...]  # "8.6"
+    ptx: tuple[str, ...]  # "9.0" from compute_90
+    source: str
+
+    def runs_on(self, compute_capability: str) -> bool:
+        if kernels_run_on(compute_capability, self.sass):
+            return True
+        # PTX is compiled by the driver for the GPU at hand: any capability at or above it
+        return any(_version_tuple(compute_capability) >= _version_tuple(p) for p in self.ptx)
+
+    def describe(self) -> str:
+        parts = list(self.sass) + [f"PTX {p}" for p in self.ptx]
+        return f"{', '.join(parts)} ({self.source})"
+
+
+def parse_arch_flags(flags: str, source: str) -> KernelTargets | None:
+    """'sm_80 sm_86 sm_90a compute_90' (or ';'-separated) -> KernelTargets; None when empty."""
+    sass: list[str] = []
+    ptx: list[str] = []
+    for word in flags.replace(";", " ").replace(",", " ").split():
+        kind, _, num = word.partition("_")
+        digits = "".join(ch for ch in num if ch.isdigit())
+        if not digits or kind not in ("sm", "compute"):
+            continue
+        cc = f"{digits[:-1]}.{digits[-1]}"
+        (sass if kind == "sm" else ptx).append(cc)
+    if not sass and not ptx:
+        return None
+    return KernelTargets(tuple(dict.fromkeys(sass)), tuple(dict.fromkeys(ptx)), source)
+
+
+def read_kernel_targets(eng: engine.Engine, image: str) -> tuple[KernelTargets | None, str]:
+    """The image's torch arch list, read in a throwaway container; (None, why) when it cannot."""
+    try:
+        code, output = eng.run_python(image, _KERNEL_ARCHS, timeout_s=300.0)
+    except UsageError as exc:
+        return None, f"cannot read the image's kernel targets: {exc.one_line()}"
+    lines = [ln for ln in output.splitlines() if ln.startswith("{")]
+    if code != 0 or not lines:
+        return None, f"cannot read the image's kernel targets (exit {code})"
+    answer = json.loads(lines[-1])
+    if "error" in answer:
+        return None, f"the image's torch cannot be read ({answer['error'][:120]})"
+    targets = parse_arch_flags(answer.get("arch_flags", ""), f"torch {answer.get('torch')} in the image")
+    return targets, "" if targets else f"torch {answer.get('torch')} in the image names no CUDA architectures"
+
+
 def _version_tuple(text: str) -> tuple[int, ...]:
     parts = []
     for p in text.split("."):
@@ -214,6 +280,7 @@ def _port_free(port: int) -> bool:
 def preflight(
     options: CertifyOptions, *, host: HostGpus, matrix: Matrix, labels: dict[str, str],
     plan: dict[str, Any] | None = None, plan_note: str | None = None,
+    kernel_targets: KernelTargets | None = None,
 ) -> Preflight:
     """Every check that needs nothing started; raise NegativeVerdict naming each failure."""
     problems: list[str] = []
@@ -265,11 +332,14 @@ def preflight(
         check("driver", _version_tuple(host.driver_version) >= _version_tuple(cuda_spec.min_driver),
               f"driver {host.driver_version} is older than {cuda_spec.min_driver}, the minimum for CUDA {cuda}")
         sm_label = labels.get("io.imgbuild.sm", "")
-        built_for = tuple(s.strip() for s in sm_label.replace(";", ",").split(",") if s.strip()) or cuda_spec.sm
+        labelled = tuple(s.strip() for s in sm_label.replace(";", ",").split(",") if s.strip())
+        targets = kernel_targets or (
+            KernelTargets(labelled, (), "label io.imgbuild.sm") if labelled
+            else KernelTargets(cuda_spec.sm, (), f"matrix.yaml cuda {cuda} torch wheels"))
         for d in chosen:
-            check("compute-capability", kernels_run_on(d.compute_capability, built_for),
+            check("compute-capability", targets.runs_on(d.compute_capability),
                   f"GPU {d.index} has compute capability {d.compute_capability}; the image's kernels are "
-                  f"built for {', '.join(built_for)}")
+                  f"built for {targets.describe()}")
 
     if plan is None:
         notes.append(plan_note or "plan check skipped: no planner")
@@ -368,7 +438,11 @@ def certify(
             plan = planner(options)
         except UsageError as exc:
             plan_note = f"plan check could not run: {exc.one_line()}"
-    pre = preflight(options, host=host, matrix=matrix, labels=facts.labels, plan=plan, plan_note=plan_note)
+    kernel_targets, kernel_note = read_kernel_targets(eng, options.image) if options.read_kernel_targets else (None, "")
+    pre = preflight(options, host=host, matrix=matrix, labels=facts.labels, plan=plan, plan_note=plan_note,
+                    kernel_targets=kernel_targets)
+    if kernel_note:
+        pre = replace(pre, notes=pre.notes + (kernel_note + "; used the label or matrix.yaml instead",))
     uuids = tuple(d.uuid for d in pre.devices)
     cert_id = new_certificate_id()
     run = _Run(cert_id=cert_id, log_path=store.log_path(cert_id))

@@ -63,7 +63,7 @@ PREFLIGHT_FAILURES = [
     ("other-hardware", "l4x1-clean.json", {}, "target needs 2 x RTX A6000; found 0"),
     ("too-few-gpus", "a6000x2-clean.json", {"gpus": "RTX A6000x4"}, "target needs 4 x RTX A6000; found 2"),
     ("unknown-uuid", "a6000x2-clean.json", {"gpu_uuids": ("GPU-not-here",)}, "GPU GPU-not-here is not on this host"),
-    ("kernels-not-built-for-sm", "a6000x2-clean.json", {"cuda": "13.0"}, "built for 9.0"),
+    ("kernels-not-built-for-sm", "a6000x2-clean.json", {"cuda": "13.0"}, "built for 9.0 (label io.imgbuild.sm)"),
 ]
 
 
@@ -239,6 +239,8 @@ def test_certify_passes_on_the_standin_and_says_it_is_unattested(docker_env, sta
     assert leftover_containers(eng, cert["id"]) == []
     assert store.load(cert["id"])["verdict"] == "pass-unattested"
     assert "The server is fired up and ready to roll!" in Path(cert["log_file"]).read_text()
+    # the stand-in image has no torch: the kernel targets come from its label, and the certificate says so
+    assert any("the image's torch cannot be read (ModuleNotFoundError" in n for n in cert["preflight_notes"])
 
 
 FAILURES = [
@@ -458,3 +460,29 @@ def test_other_gpus_than_the_targets_cannot_certify_it(matrix):
     opts = options(gpus="L4", target_gpus="RTX A6000x2", target_name="qwen3.6-27b-a6000x2")
     with pytest.raises(NegativeVerdict, match="target qwen3.6-27b-a6000x2 is for 2 x RTX A6000; 1 x L4 is other hardware"):
         preflight(opts, host=SnapshotProbe(GPUS / "l4x1-clean.json").read(), matrix=matrix, labels={})
+
+
+ARCH_FLAGS = [
+    ("sass-exact", "sm_80 sm_86 sm_90", "8.6", True),
+    ("sass-newer-minor", "sm_80 sm_86 sm_90", "8.9", True),
+    ("no-sass-for-major", "sm_80 sm_86 sm_90", "12.0", False),
+    ("ptx-jit-for-newer", "sm_80 sm_90a compute_90", "12.0", True),
+    ("ptx-not-for-older", "compute_90", "8.6", False),
+    ("semicolons", "sm_75;sm_80;sm_86;sm_90;sm_100;sm_120", "12.0", True),
+]
+
+
+@pytest.mark.parametrize("flags, cc, runs", [a[1:] for a in ARCH_FLAGS], ids=[a[0] for a in ARCH_FLAGS])
+def test_torch_arch_flags_decide_whether_the_kernels_run(flags, cc, runs):
+    from imgbuild.certify import parse_arch_flags
+
+    assert parse_arch_flags(flags, "torch").runs_on(cc) is runs
+
+
+def test_kernels_read_from_the_image_refuse_a_gpu_they_lack(matrix):
+    from imgbuild.certify import parse_arch_flags
+
+    targets = parse_arch_flags("sm_90 sm_100 compute_100", "torch 2.11.0 in the image")
+    with pytest.raises(NegativeVerdict, match=r"compute capability 8.6; the image's kernels are built for 9.0, 10.0, PTX 10.0 \(torch"):
+        preflight(options(), host=SnapshotProbe(GPUS / "a6000x2-clean.json").read(), matrix=matrix, labels={},
+                  kernel_targets=targets)
