@@ -271,13 +271,16 @@ CATALOG: tuple[Signature, ...] = (
             r"fatal error: [\w./-]+\.h: No such file or directory",
             r"nvcc: (command )?not found|Could not find nvcc",
             r"Command '\['/usr/bin/(gcc|cc|g\+\+)'.*returned non-zero exit status",
-            r"CalledProcessError: Command .*(ninja|nvcc|gcc)",
+            r"CalledProcessError: Command .*(ninja|nvcc|gcc|ptxas)",
+            r"PTXASError|ptxas fatal",
         ),
         "A kernel that is compiled at launch (flashinfer, triton, deep_gemm JIT) failed to build.",
         (
             "Build the image with the JIT toolchain: ninja, a C compiler, the Python headers "
             "and the CUDA headers (imgbuild's rendered Dockerfile installs them).",
             "Or avoid the JIT path, e.g. --attention-backend triton, at a speed cost.",
+            "A ptxas failure naming the GPU (e.g. --gpu-name=sm_120) means the toolchain in the "
+            "image is older than the GPU: use an image with a newer CUDA and triton.",
         ),
         source="flashinfer/jit/cpp_ext.py, triton",
     ),
@@ -367,9 +370,12 @@ _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 _PREFIX = re.compile(
     r"^\s*(?:\[[^\]]*\d{2}:\d{2}:\d{2}[^\]]*\]\s*"  # [2026-05-01 10:00:00 TP0]
     r"|\d{4}-\d{2}-\d{2}[ T][\d:,.]+Z?\s*(?:\|[^|]*\|\s*)*"  # 2025-07-02 16:41:31 | ERROR | x |, docker --timestamps
+    r"|\d{4}-\d{2}-\d{2} [\d:,.]+ - [\w.]+ - [A-Z]+ - "  # logging's default: "time - name - LEVEL - "
+    r"|\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s*"  # Ray workers: "(WorkerDict pid=616, ip=...)"
     r"|\[rank\d+\]:\s?"  # torch.distributed's per-rank prefix
     r"|[\w.-]+-\d+\s+\|\s)"  # docker compose: "sglang-1  | "
 )
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _EXCEPTION = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::\s.*|:?$)"
 )
@@ -389,8 +395,8 @@ _M_CAPTURE_END = re.compile(r"Capture cuda graph end")
 def strip_prefix(line: str) -> str:
     """The message without its prefixes: SGLang's '[time TPn] ', a logger's 'time | LEVEL |
     name | ', docker's timestamps, compose's 'service-1  | ', torch's '[rank0]: '."""
-    text = line.rstrip("\r\n")
-    for _ in range(3):
+    text = _ANSI.sub("", line.rstrip("\r\n"))
+    for _ in range(4):
         stripped = _PREFIX.sub("", text, count=1)
         if stripped == text:
             break

@@ -196,6 +196,14 @@ SYNTHETIC = [
          "sglang-1  | [2026-05-01 10:00:01] Received sigquit from a child process. It usually means the child failed."],
         "no-gpu-visible", None, "child-failed",
     ),
+    (
+        "logging-ray-and-ansi-prefixes",
+        ["2025-03-07 23:50:27,727 - __main__ - INFO - [2025-03-07 23:50:27 TP0] Load weight begin. avail mem=22.46 GB",
+         "\x1b[36m(WorkerDict pid=616, ip=192.168.149.159)\x1b[0m [2025-09-18 03:27:45 DP1 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+         '\x1b[36m(WorkerDict pid=616, ip=192.168.149.159)\x1b[0m   File "/opt/conda/lib/python3.11/site-packages/triton/backends/nvidia/compiler.py", line 292, in make_cubin',
+         "\x1b[36m(WorkerDict pid=616, ip=192.168.149.159)\x1b[0m subprocess.CalledProcessError: Command '/opt/conda/lib/python3.11/site-packages/triton/backends/nvidia/bin/ptxas -lineinfo -v --gpu-name=sm_120 /tmp/t.ptx -o /tmp/t.ptx.o 2> /tmp/t.log' returned non-zero exit status 255."],
+        "jit-build-failed", None, None,
+    ),
     ("empty-log", [], "none", None, None),
 ]
 
