@@ -43,6 +43,7 @@ MODEL_NOT_FOUND = "model-not-found"
 JIT_BUILD_FAILED = "jit-build-failed"
 FLAGS_REFUSED = "flags-refused"
 NO_GPU_VISIBLE = "no-gpu-visible"
+KILLED = "killed"
 
 CLASSES = (
     NOT_ENOUGH_MEMORY,
@@ -57,6 +58,7 @@ CLASSES = (
     JIT_BUILD_FAILED,
     FLAGS_REFUSED,
     NO_GPU_VISIBLE,
+    KILLED,
     UNKNOWN,
     NONE,
 )
@@ -323,7 +325,21 @@ _NO_GPU = Signature(
     ),
     source="torch/cuda/__init__.py",
 )
-CATALOG = CATALOG + (_NO_GPU,)
+_KILLED = Signature(
+    KILLED,
+    # the shell's report of a child ended by SIGKILL (exit 137), alone on its line
+    _re(r"^Killed\s*$"),
+    "The process was killed (SIGKILL); while loading, most often by the kernel's OOM killer "
+    "when host RAM runs out.",
+    (
+        "Check the host's kernel log (dmesg: 'Out of memory: Killed process') and give the "
+        "host or the container more RAM (loading reads shards through host memory).",
+        "If a watchdog or orchestrator killed it, raise its start-up timeout: loading large "
+        "models takes minutes.",
+    ),
+    source="shell",
+)
+CATALOG = CATALOG + (_NO_GPU, _KILLED)
 
 _OOM_ADVICE: dict[str | None, tuple[str, ...]] = {
     PHASE_LOAD: (
@@ -466,7 +482,7 @@ def _match(text: str) -> Signature | None:
         # line explains a failure only together with one (see _refine_architecture).
         return None
     for sig in CATALOG:
-        if sig.matches(text):
+        if sig is not _KILLED and sig.matches(text):
             return sig
     return None
 
@@ -740,6 +756,11 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
             line_number=at + 1,
             ready=ready,
         )
+    # 5. "Killed" alone explains a log only when nothing else does: SGLang's own teardown
+    # after a failure also ends in a SIGKILL (utils kill_process_tree).
+    killed = next((i for i, m in enumerate(msgs_scan) if _KILLED.matches(m)), None)
+    if killed is not None:
+        return _diagnose_at(lines, msgs, killed, _KILLED, (), via=None, ready=ready)
     return Diagnosis(failure_class=NONE, ready=ready,
                      summary="The log shows no failure." + (" The server became ready." if ready else ""))
 

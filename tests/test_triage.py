@@ -204,6 +204,12 @@ SYNTHETIC = [
          "\x1b[36m(WorkerDict pid=616, ip=192.168.149.159)\x1b[0m subprocess.CalledProcessError: Command '/opt/conda/lib/python3.11/site-packages/triton/backends/nvidia/bin/ptxas -lineinfo -v --gpu-name=sm_120 /tmp/t.ptx -o /tmp/t.ptx.o 2> /tmp/t.log' returned non-zero exit status 255."],
         "jit-build-failed", None, None,
     ),
+    (
+        "killed-while-loading",
+        [P.format(0) + "Load weight begin. avail mem=47.29 GB",
+         "Loading safetensors checkpoint shards:  27% Completed | 3/11 [00:41<01:52, 12.50s/it]", "Killed"],
+        "killed", None, None,
+    ),
     ("empty-log", [], "none", None, None),
 ]
 
