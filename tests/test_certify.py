@@ -486,3 +486,33 @@ def test_kernels_read_from_the_image_refuse_a_gpu_they_lack(matrix):
     with pytest.raises(NegativeVerdict, match=r"compute capability 8.6; the image's kernels are built for 9.0, 10.0, PTX 10.0 \(torch"):
         preflight(options(), host=SnapshotProbe(GPUS / "a6000x2-clean.json").read(), matrix=matrix, labels={},
                   kernel_targets=targets)
+
+
+@pytest.mark.docker
+def test_cli_certify_takes_gpus_and_flags_from_the_images_recipe(docker_env, standin_image, model_dir, tmp_path):
+    """An image built by imgbuild carries its target (label io.imgbuild.recipe): `certify IMAGE` needs no more."""
+    env, eng = docker_env
+    recipe = {"name": "standin-a6000x2", "kind": "test", "engine": "0.5.11", "gpus": "RTX A6000x2",
+              "launch_flags": ["--tp", "2", "--context-length", "8192"]}
+    label = json.dumps(recipe).replace('"', '\\"')
+    dockerfile = f'FROM {standin_image[0]}\nLABEL io.imgbuild.recipe="{label}"\n'.encode()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(dockerfile)
+        tar.addfile(info, io.BytesIO(dockerfile))
+    ref = f"{standin_image[0]}-recipe"
+    eng.client.images.build(fileobj=io.BytesIO(buf.getvalue()), custom_context=True, tag=ref, rm=True)
+    run_env = {**os.environ, "DOCKER_HOST": env["DOCKER_HOST"], "IMGBUILD_GPU_SNAPSHOT": str(GPUS / "a6000x2-clean.json"),
+               "XDG_RUNTIME_DIR": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "imgbuild.cli", "certify", ref, "--model", str(model_dir), "--no-gpus", "--no-plan",
+         "--port", str(free_port()), "--env", "STANDIN_STEP_S=0.05", "--store", str(tmp_path / "c"), "--json"],
+        capture_output=True, text=True, env=run_env, timeout=180, check=False)
+    assert proc.returncode == 0, proc.stderr
+    cert = json.loads(proc.stdout)
+    assert cert["target"]["name"] == "standin-a6000x2" and cert["target"]["gpus"] == "RTX A6000x2"
+    assert cert["server_info"]["context_length"] == 8192 and cert["server_info"]["tp_size"] == 2
+    assert "unattested" in cert["verdict"]
+    # the image was never pushed: nothing names it but its local id, and the certificate says so
+    assert any("no repository digest" in g for g in cert["attestation_gaps"])
