@@ -590,7 +590,8 @@ def start_server_container(engine: Engine, spec: ServerContainerSpec) -> str:
             remove_container(engine, container.id)
         raise EnvironmentUnavailable(
             f"cannot start {spec.image}: {exc.explanation or exc}",
-            hint="with GPUs the engine needs the NVIDIA container toolkit" if spec.gpu_uuids else None,
+            hint=("GPUs need the NVIDIA container toolkit on the engine host (certify --no-gpus runs a "
+                  "stand-in image without them)") if spec.gpu_uuids else None,
         ) from exc
     return str(container.id)
 
