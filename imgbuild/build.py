@@ -120,6 +120,13 @@ def build_image(engine: Engine, options: BuildOptions) -> BuildRecord:
             remote = engine.registry_digest(ref)
             if remote:
                 return finish(None, f"{options.repository}@{remote}", True, "an image with this recipe digest is in the registry")
+        same = engine.images_with_label(RECIPE_LABEL, rendered.recipe_digest)
+        if local is None and same:
+            # Built before under another name: name it, as a build would have.
+            repository, tag = ref.rsplit(":", 1)
+            engine.tag(same[0].id, repository, tag)
+            repo_digest = engine.push(repository, tag) if push else None
+            return finish(same[0].id, repo_digest, True, f"an image with this recipe digest exists locally ({same[0].id[:19]})")
 
     files = dict(rendered.files)
     if options.ca_bundle is not None:
