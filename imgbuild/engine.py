@@ -411,8 +411,10 @@ except metadata.PackageNotFoundError:
     print(json.dumps({"found": False, "python": sys.version.split()[0]})); sys.exit(0)
 meta = [f for f in (dist.files or []) if str(f).endswith(".dist-info/METADATA")]
 site = str(dist.locate_file(""))
-print(json.dumps({"found": True, "version": dist.version, "site": site,
-                  "metadata": str(dist.locate_file(meta[0])) if meta else None}))
+path = str(dist.locate_file(meta[0])) if meta else None
+if path is None and getattr(dist, "_path", None) is not None:  # no RECORD: the dist-info folder itself
+    path = str(dist._path) + "/METADATA"
+print(json.dumps({"found": True, "version": dist.version, "site": site, "metadata": path}))
 """
 
 
