@@ -310,3 +310,27 @@ def test_same_recipe_under_another_repository_is_tagged_not_rebuilt(built_test_i
     assert record.skipped is True and record.image_id == built_test_image.image_id
     assert docker_engine.require_image(record.image).id == built_test_image.image_id
     docker_engine.api.remove_image(record.image)  # the new tag only
+
+
+@pytest.mark.docker
+def test_the_sglang_template_builds_on_a_stand_in_base(docker_engine, test_base_ref, tmp_path: Path) -> None:  # noqa: ANN001
+    """The real image's Dockerfile (apt Python, venv, user, hash lock) on the debootstrap base
+    with the small test lock: the full CUDA stack is for real use only."""
+    from imgbuild.recipe import TargetSpec
+
+    matrix = load_matrix()
+    target = TargetSpec(
+        name="sglang-template-check", kind="sglang", engine="0.5.11", base=test_base_ref, python="3.11",
+        lock="test-sglang-0.5.9-x86_64.txt", model="Qwen/Qwen3.6-27B", launch_flags=("--tp", "2"),
+    )
+    inputs = resolve_inputs(target, bases=bases_of(matrix.raw), engine=matrix.engine("0.5.11"), locks_dir=ROOT / "locks")
+    record = build_image(
+        docker_engine,
+        BuildOptions(rendered=render_context(inputs), repository="imgbuild-test/sglang-template", ca_bundle=HOST_CA_BUNDLE,
+                     force=True, record_path=tmp_path / "r.json"),
+    )
+    info = docker_engine.require_image(record.image)
+    assert info.labels["io.imgbuild.cuda"] == "13.0" and info.labels["io.imgbuild.torch"] == "2.11.0"
+    status, output = docker_engine.run_python(record.image, "import os, sys; print(sys.prefix, os.getuid())")
+    assert (status, output.split()) == (0, ["/opt/venv", "1000"])
+    docker_engine.remove_image(record.image)
