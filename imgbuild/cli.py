@@ -748,7 +748,7 @@ def _build_progress():  # noqa: ANN202 - a callback for engine.BuildEvent
         if event.kind == "step":
             click.echo(f"{stamp} step {event.step}/{event.total}: {event.text[:160]}", err=True)
         elif event.kind == "layer":
-            click.echo(f"{stamp}   layer {event.layer}", err=True)
+            click.echo(f"{stamp}   layer {event.layer} ({event.text})", err=True)
         elif event.kind == "pull":
             click.echo(f"{stamp}   pull {event.text}", err=True)
         else:

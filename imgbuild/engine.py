@@ -58,7 +58,7 @@ class BuildEnvironmentFailed(EnvironmentUnavailable):
 class BuildEvent:
     """One thing a build reported: a new step, a line of output, or a finished layer."""
 
-    kind: str  # "step" | "output" | "layer" | "pull"
+    kind: str  # "step" | "output" | "layer" (text: "base", "cached" or "built") | "pull"
     step: int
     total: int
     text: str
@@ -214,6 +214,7 @@ class Engine:
         step, total, step_text = 0, 0, ""
         tail: deque[str] = deque(maxlen=_BUILD_TAIL_LINES)
         image_id: str | None = None
+        step_cached = False
 
         def emit(kind: str, text: str, layer: str | None = None) -> None:
             if on_event is not None:
@@ -255,11 +256,16 @@ class Engine:
                         tail.clear()
                         emit("step", step_text)
                         continue
+                    if line.strip() == "---> Using cache":
+                        step_cached = True
+                        continue
                     layer = _LAYER.match(line)
                     if layer:
                         if layers_out is not None and step_text and not step_text.upper().startswith("FROM "):
                             layers_out.append(layer.group(1))
-                        emit("layer", line.strip(), layer.group(1))
+                        is_from = step_text.upper().startswith("FROM ")
+                        emit("layer", "base" if is_from else "cached" if step_cached else "built", layer.group(1))
+                        step_cached = False
                         continue
                     if line.startswith(" ---> Running in ") or line.startswith("Removing intermediate container"):
                         continue

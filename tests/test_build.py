@@ -273,7 +273,7 @@ def test_changing_the_launch_flags_reuses_the_installed_environment_layers(built
         if event.kind == "step":
             current = event.text
             cached[current] = False
-        elif event.kind == "output" and "Using cache" in event.text:
+        elif event.kind == "layer" and event.text == "cached":
             cached[current] = True
     # The install step (torch's layer in a real image) must come from cache. The classic
     # builder may re-copy COPY --from=stack when it holds two equal stack stages, so
