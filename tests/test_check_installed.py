@@ -38,7 +38,8 @@ def wheel(version: str, *, installable: bool = False) -> Path:
 
     if not matching():
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+            [sys.executable, "-m", "pip", "download", "--quiet", "--retries", "10", "--timeout", "60", "--no-deps",
+             "--only-binary=:all:",
              f"sglang=={version}", "-d", str(WHEELS)],
             check=True,
         )
