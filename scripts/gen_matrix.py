@@ -1602,7 +1602,7 @@ def download_wheel(version: str, filename: str, dest: Path) -> Path:
     if target.exists():
         return target
     dest.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--only-binary=:all:", "-d", str(dest)]
+    command = [sys.executable, "-m", "pip", "download", "--retries", "10", "--no-deps", "--quiet", "--only-binary=:all:", "-d", str(dest)]
     parts = _wheel_parts(filename)
     assert parts is not None
     platforms = sorted({t.platform for t in parts[1] if t.platform != "any"})

@@ -493,7 +493,7 @@ def test_real_sglang_0_5_9_wheel(request: pytest.FixtureRequest) -> None:
     wheel = directory / "sglang-0.5.9-py3-none-any.whl"
     if not wheel.exists():
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
+            [sys.executable, "-m", "pip", "download", "--retries", "10", "--no-deps", "--only-binary=:all:", "--quiet",
              "-d", str(directory), "sglang==0.5.9"],
             check=True, timeout=300,
         )
