@@ -804,71 +804,100 @@ def _not_enough_message(rules: Rules, mfs: float) -> str:
     return f"RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static={mfs}"
 
 
-def plan_memory(inp: MemoryInputs) -> MemoryPlan:
-    """SGLang's pool sizing for one GPU (the smallest), before anything loads."""
-    rules, g = inp.rules, inp.geometry
-    tp, pp = inp.tp_size, inp.pp_size
-    attn_tp = inp.attn_tp_size or tp
-    problems: list[str] = []
-    notes: list[str] = []
-    refusal: str | None = None
-    failure: str | None = None
+class _Outcome:
+    """What the phases find on the way: SGLang's argument-parsing refusal, the first
+    error SGLang would raise while sizing, and the problems and notes, in the order found."""
 
-    default_chunk, default_bs = graph_defaults(inp.gpu_total_mib, tp)
-    chunked = inp.chunked_prefill_size if inp.chunked_prefill_size is not None else default_chunk
-    graph_bs = inp.cuda_graph_max_bs if inp.cuda_graph_max_bs is not None else default_bs
+    __slots__ = ("refusal", "failure", "problems", "notes")
 
-    # piecewise CUDA graphs: opt-in in 0.5.9; on by default from 0.5.10 except for the
-    # models and modes _handle_piecewise_cuda_graph turns off (server_args.py)
+    def __init__(self) -> None:
+        self.refusal: str | None = None
+        self.failure: str | None = None
+        self.problems: list[str] = []
+        self.notes: list[str] = []
+
+    def fail(self, message: str) -> None:
+        # SGLang stops at the first error: later phases never overwrite it
+        if self.failure is None:
+            self.failure = message
+
+    def refuse(self, message: str) -> None:
+        if self.refusal is None:
+            self.refusal = message
+
+
+@dataclass(slots=True)
+class _Settings:
+    """The launch after SGLang's server_args.py has filled in its defaults (not frozen: a
+    frozen dataclass costs a few microseconds a plan, and suggestions plan thousands)."""
+
+    chunked: int
+    graph_bs: int
+    piecewise: bool
+    algo: str | None
+    mfs: float
+    mfs_default: bool
+    mrr_flag: int | None
+    draft_tokens: int | None
+    context: int
+    radix: bool
+    strategy: str | None
+    page_size: int
+
+
+def _piecewise_graphs(inp: MemoryInputs) -> bool:
+    """Piecewise CUDA graphs: opt-in in 0.5.9; on by default from 0.5.10 except for the
+    models and modes _handle_piecewise_cuda_graph turns off (server_args.py)."""
     if inp.piecewise_cuda_graph is not None:
-        piecewise = inp.piecewise_cuda_graph
-    elif rules.piecewise_graphs_default_on:
-        piecewise = not (
-            g.architecture in PIECEWISE_DISABLED_ARCHS
-            or g.multimodal
+        return inp.piecewise_cuda_graph
+    if inp.rules.piecewise_graphs_default_on:
+        return not (
+            inp.geometry.architecture in PIECEWISE_DISABLED_ARCHS
+            or inp.geometry.multimodal
             or inp.enable_dp_attention
             or inp.enable_torch_compile
-            or pp > 1
+            or inp.pp_size > 1
         )
-    else:
-        piecewise = False
+    return False
 
-    algo = _spec_family(inp.speculative_algorithm)
-    eagle_family = algo in ("EAGLE", "EAGLE3", "STANDALONE")
 
-    mfs_default = inp.mem_fraction_static is None
-    mfs = inp.mem_fraction_static if inp.mem_fraction_static is not None else default_mem_fraction_static(
-        inp, chunked=chunked, graph_bs=graph_bs, piecewise=piecewise
-    )
-
-    # speculative defaults (server_args.py _handle_speculative_decoding)
+def _speculative_defaults(inp: MemoryInputs, algo: str | None) -> tuple[int | None, int | None]:
+    """(max_running_requests flag, draft tokens) after server_args.py _handle_speculative_decoding."""
     mrr_flag = inp.max_running_requests
     steps, topk, draft_tokens = inp.speculative_num_steps, inp.speculative_eagle_topk, inp.speculative_num_draft_tokens
-    if eagle_family:
+    if algo in ("EAGLE", "EAGLE3", "STANDALONE"):
         if mrr_flag is None:
             mrr_flag = 48
         if steps is None:
             # auto_choose_speculative_params: (3, 1, 4) except Llama/Grok (5, 4, 8)
-            steps, topk, draft_tokens = (5, 4, 8) if g.architecture in ("LlamaForCausalLM", "Grok1ForCausalLM") else (3, 1, 4)
+            arch = inp.geometry.architecture
+            steps, topk, draft_tokens = (5, 4, 8) if arch in ("LlamaForCausalLM", "Grok1ForCausalLM") else (3, 1, 4)
         topk = topk or 1
         if topk == 1 and draft_tokens != steps + 1:
             draft_tokens = steps + 1
     elif algo is None:
         draft_tokens = None
+    return mrr_flag, draft_tokens
 
-    # context length (configs/model_config.py _derive_context_length)
-    derived_context = g.max_position_embeddings
-    context = inp.context_length or derived_context
+
+def _context_length(inp: MemoryInputs, out: _Outcome) -> int:
+    """The context length (configs/model_config.py _derive_context_length): a longer one is refused."""
+    derived_context = inp.geometry.max_position_embeddings
     if inp.context_length and inp.context_length > derived_context:
-        refusal = (
+        out.refuse(
             f"ValueError: Warning: User-specified context_length ({inp.context_length}) is greater than the derived "
             f"context_length ({derived_context}). This may lead to incorrect model outputs or CUDA errors. Note that the "
             "derived context_length may differ from max_position_embeddings in the model's config. To allow overriding "
             "this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
         )
+    return inp.context_length or derived_context
 
-    # hybrid radix cache with speculation (server_args.py _handle_mamba_radix_cache;
-    # 0.5.14+: _handle_mamba_radix_cache / arg_groups/overrides.py _mamba_radix_cache_resolution)
+
+def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tuple[bool, str | None, int]:
+    """(radix cache on, mamba scheduler strategy, page size) for a hybrid model with speculation
+    (server_args.py _handle_mamba_radix_cache; 0.5.14+: _handle_mamba_radix_cache /
+    arg_groups/overrides.py _mamba_radix_cache_resolution)."""
+    rules, g = inp.rules, inp.geometry
     radix = not inp.disable_radix_cache
     strategy: str | None = None
     page_size = inp.page_size
@@ -880,29 +909,53 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
         if radix and strategy == "no_buffer" and algo is not None:
             if rules.hybrid_spec_radix == "auto-disable":
                 radix = False
-                notes.append(
+                out.notes.append(
                     f"SGLang {rules.version} disables the radix cache: speculative decoding for "
                     f"{g.architecture} is not supported with radix cache yet"
                 )
-            elif rules.hybrid_spec_radix == "refuse" and refusal is None:
-                refusal = (
+            elif rules.hybrid_spec_radix == "refuse":
+                out.refuse(
                     f"ValueError: Speculative decoding for {g.architecture} is not compatible with radix cache when "
                     "using --mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please "
                     "use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1."
                 )
         if radix and strategy == "no_buffer" and page_size != 1:
             page_size = 1
-        if not radix and strategy == "extra_buffer" and rules.era == "0.5.10" and refusal is None:
-            refusal = (
+        if not radix and strategy == "extra_buffer" and rules.era == "0.5.10":
+            out.refuse(
                 "ValueError: mamba extra_buffer is not compatible with --disable-radix-cache Overlap scheduling is "
                 "already supported with no_buffer + disable_radix_cache. Please use --mamba-scheduler-strategy "
                 "no_buffer instead."
             )
-    if not radix:
-        strategy = strategy if g.hybrid else None
+    return radix, strategy, page_size
 
-    # ---- weights
-    split = split_weights(g, tp=tp, pp=pp, vision_tp=1 if inp.mm_enable_dp_encoder else tp, attn_tp=attn_tp)
+
+def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
+    """Phase 1, free memory and mem-fraction-static: the defaults server_args.py fills in
+    (_handle_gpu_memory_settings, _handle_speculative_decoding, _handle_mamba_radix_cache)."""
+    default_chunk, default_bs = graph_defaults(inp.gpu_total_mib, inp.tp_size)
+    chunked = inp.chunked_prefill_size if inp.chunked_prefill_size is not None else default_chunk
+    graph_bs = inp.cuda_graph_max_bs if inp.cuda_graph_max_bs is not None else default_bs
+    piecewise = _piecewise_graphs(inp)
+    algo = _spec_family(inp.speculative_algorithm)
+    mfs_default = inp.mem_fraction_static is None
+    mfs = inp.mem_fraction_static if inp.mem_fraction_static is not None else default_mem_fraction_static(
+        inp, chunked=chunked, graph_bs=graph_bs, piecewise=piecewise
+    )
+    mrr_flag, draft_tokens = _speculative_defaults(inp, algo)
+    context = _context_length(inp, out)
+    radix, strategy, page_size = _mamba_radix_cache(inp, algo, out)
+    return _Settings(
+        chunked, graph_bs, piecewise, algo, mfs, mfs_default, mrr_flag, draft_tokens, context, radix, strategy, page_size
+    )
+
+
+def _weights(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tuple[float, float, float]:
+    """Phase 2, target and draft weights, GiB per GPU: (target, draft, draft's transient
+    embedding/head copy). model_runner.py load_model; models/qwen3_5_mtp.py for the draft."""
+    g, tp = inp.geometry, inp.tp_size
+    attn_tp = inp.attn_tp_size or tp
+    split = split_weights(g, tp=tp, pp=inp.pp_size, vision_tp=1 if inp.mm_enable_dp_encoder else tp, attn_tp=attn_tp)
     weights_gib = weights_per_gpu_bytes(g, split, tp=tp) / GIB + LOAD_OVERHEAD_GIB
     draft_weights_gib = 0.0
     draft_transient_gib = 0.0
@@ -914,110 +967,137 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
             if not g.mtp_has_own_embeddings:
                 draft_transient_gib = 2 * _vocab_per_gpu(g.vocab_size, tp) * g.hidden_size * g.dtype_bytes / GIB
         elif inp.draft_model_external:
-            notes.append("the draft model at --speculative-draft-model-path is not inspected: its weights are not counted")
+            out.notes.append("the draft model at --speculative-draft-model-path is not inspected: its weights are not counted")
         elif algo in ("EAGLE", "EAGLE3"):
-            notes.append(f"{g.architecture} has no MTP layers in its config: {algo} needs --speculative-draft-model-path")
+            out.notes.append(f"{g.architecture} has no MTP layers in its config: {algo} needs --speculative-draft-model-path")
+    return weights_gib, draft_weights_gib, draft_transient_gib
 
+
+def _rest_for_pools(
+    inp: MemoryInputs, s: _Settings, weights_gib: float, draft_weights_gib: float, draft_transient_gib: float, out: _Outcome
+) -> tuple[float, float, float]:
+    """(available after loading, slack F0 x (1 - mfs), rest for the pools), GiB per GPU
+    (model_runner_kv_cache_mixin.py _profile_available_bytes)."""
+    rules = inp.rules
     f0 = inp.free_before_load_gib
     avail_after = f0 - weights_gib
-    slack = f0 * (1 - mfs)
-    if avail_after <= 0 and refusal is None:
+    slack = f0 * (1 - s.mfs)
+    if avail_after <= 0 and out.refusal is None:
         # the weights alone do not fit: loading stops with a CUDA OOM before any pool is sized
-        failure = (
+        out.fail(
             f"torch.OutOfMemoryError: CUDA out of memory while loading weights "
             f"({weights_gib:.2f} GiB per GPU, {f0:.2f} GiB free before loading)"
         )
-
-    # ---- rest for pools (model_runner_kv_cache_mixin.py _profile_available_bytes)
     rest = avail_after - slack
     if rules.draft_weights_before_kv:
         # 0.5.23 speculative/eagle_worker_v2.py: the draft shares the target's embed/head only in
         # alloc_memory_pool (init_lm_head), after the target pool is sized: its copies still count
         rest -= draft_weights_gib + draft_transient_gib
-    if rules.mm_reservation_mib and g.multimodal:
+    if rules.mm_reservation_mib and inp.geometry.multimodal:
         rest -= rules.mm_reservation_mib / 1024
-    rest_before_state = rest
+    return avail_after, slack, rest
 
+
+def _mamba_ratio(rules: Rules, s: _Settings) -> int:
+    """_calculate_mamba_ratio: 1 without radix cache; 3, plus the ping-pong buffers with extra_buffer."""
+    if not s.radix:
+        return 1
+    if s.strategy == "extra_buffer":
+        if rules.era == "0.5.9":
+            return 3 + (1 if s.algo is not None else 2)
+        return 3 + 2  # overlap schedule on (spec v2 is the default from 0.5.11)
+    return 3
+
+
+def _hybrid_state_pool(
+    inp: MemoryInputs, s: _Settings, state: MambaState | None, rest: float, out: _Outcome
+) -> tuple[int, float, float]:
+    """Phase 3, hybrid state pool and intermediate speculative states: (mamba slots,
+    intermediate GiB, rest left for the KV pool). 0.5.9 / 0.5.11 model_runner_kv_cache_mixin.py
+    handle_max_mamba_cache; 0.5.14 model_runner_kv_cache_mixin.py / 0.5.23
+    kv_cache_configurator.py _handle_max_mamba_cache."""
+    if state is None:
+        return 0, 0.0, rest
+    rules, algo, draft_tokens = inp.rules, s.algo, s.draft_tokens
+    per_req = state.per_request_bytes
+    mrr_per_dp = None if s.mrr_flag is None else s.mrr_flag // (inp.dp_size if inp.enable_dp_attention else 1)
     spec_intermediate = 0.0
-    slots = 0
-    state = mamba_state(g, attn_tp=attn_tp, pp=pp, ssm_dtype_flag=inp.mamba_ssm_dtype)
-    per_req = state.per_request_bytes if state else 0
-    mrr_per_dp = None if mrr_flag is None else mrr_flag // (inp.dp_size if inp.enable_dp_attention else 1)
-
-    def mamba_ratio() -> int:
-        # _calculate_mamba_ratio: 1 without radix cache; 3, plus the ping-pong buffers with extra_buffer
-        if not radix:
-            return 1
-        if strategy == "extra_buffer":
-            if rules.era == "0.5.9":
-                return 3 + (1 if algo is not None else 2)
-            return 3 + 2  # overlap schedule on (spec v2 is the default from 0.5.11)
-        return 3
-
-    if state is not None:
-        if rules.mamba_joint_solve:
-            # 0.5.14 model_runner_kv_cache_mixin.py / 0.5.23 kv_cache_configurator.py _handle_max_mamba_cache
-            pad = 1 if rules.intermediate_pad_slot else 0
-            if inp.max_mamba_cache_size is not None:
-                slots = inp.max_mamba_cache_size
-                if algo is not None and mrr_per_dp is not None:
-                    capped = min(max(1, mrr_per_dp), slots // mamba_ratio())
-                    spec_intermediate = per_req * (capped + pad) * draft_tokens / GIB
-            elif not radix and mrr_per_dp is not None:
-                slots = max(1, mrr_per_dp)
-                if algo is not None:
-                    spec_intermediate = per_req * (slots + pad) * draft_tokens / GIB
-            else:
-                budget = rest * inp.mamba_full_memory_ratio / (1 + inp.mamba_full_memory_ratio) * GIB
-                if algo is not None and mrr_per_dp is not None:
-                    ratio = mamba_ratio()
-                    d = draft_tokens or 1
-                    slots = int((budget - per_req * (1 + d) * pad) // (per_req * (1 + d / ratio)))
-                    capped = min(max(1, mrr_per_dp), slots // ratio)
-                    spec_intermediate = per_req * (capped + pad) * d / GIB
-                else:
-                    slots = int((budget - per_req * pad) // per_req)
-            rest -= spec_intermediate
-            if slots <= 0 and failure is None:
-                failure = (
-                    "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
-                    f"Computed max_mamba_cache_size={slots} (total_rest_memory={rest:.2f} GB, "
-                    f"mamba_cache_per_req={per_req / MIB:.2f} MB). Try: (1) reduce --max-running-requests, "
-                    "(2) increase --mem-fraction-static, (3) reduce --speculative-num-draft-tokens, or "
-                    "(4) use GPUs with more memory."
-                )
-        else:
-            # 0.5.9 / 0.5.11 model_runner_kv_cache_mixin.py handle_max_mamba_cache
+    if rules.mamba_joint_solve:
+        # 0.5.14 model_runner_kv_cache_mixin.py / 0.5.23 kv_cache_configurator.py _handle_max_mamba_cache
+        pad = 1 if rules.intermediate_pad_slot else 0
+        if inp.max_mamba_cache_size is not None:
+            slots = inp.max_mamba_cache_size
             if algo is not None and mrr_per_dp is not None:
-                spec_intermediate = per_req * mrr_per_dp * (draft_tokens or 1) / GIB
-                rest -= spec_intermediate
-            if inp.max_mamba_cache_size is not None:
-                slots = inp.max_mamba_cache_size
-            elif not radix and mrr_per_dp is not None:
-                slots = mrr_per_dp
+                capped = min(max(1, mrr_per_dp), slots // _mamba_ratio(rules, s))
+                spec_intermediate = per_req * (capped + pad) * draft_tokens / GIB
+        elif not s.radix and mrr_per_dp is not None:
+            slots = max(1, mrr_per_dp)
+            if algo is not None:
+                spec_intermediate = per_req * (slots + pad) * draft_tokens / GIB
+        else:
+            budget = rest * inp.mamba_full_memory_ratio / (1 + inp.mamba_full_memory_ratio) * GIB
+            if algo is not None and mrr_per_dp is not None:
+                ratio = _mamba_ratio(rules, s)
+                d = draft_tokens or 1
+                slots = int((budget - per_req * (1 + d) * pad) // (per_req * (1 + d / ratio)))
+                capped = min(max(1, mrr_per_dp), slots // ratio)
+                spec_intermediate = per_req * (capped + pad) * d / GIB
             else:
-                slots = int(rest * inp.mamba_full_memory_ratio / (1 + inp.mamba_full_memory_ratio) * GIB // per_req)
-        rest -= slots * per_req / GIB
+                slots = int((budget - per_req * pad) // per_req)
+        rest -= spec_intermediate
+        if slots <= 0:
+            out.fail(
+                "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
+                f"Computed max_mamba_cache_size={slots} (total_rest_memory={rest:.2f} GB, "
+                f"mamba_cache_per_req={per_req / MIB:.2f} MB). Try: (1) reduce --max-running-requests, "
+                "(2) increase --mem-fraction-static, (3) reduce --speculative-num-draft-tokens, or "
+                "(4) use GPUs with more memory."
+            )
+    else:
+        # 0.5.9 / 0.5.11 model_runner_kv_cache_mixin.py handle_max_mamba_cache
+        if algo is not None and mrr_per_dp is not None:
+            spec_intermediate = per_req * mrr_per_dp * (draft_tokens or 1) / GIB
+            rest -= spec_intermediate
+        if inp.max_mamba_cache_size is not None:
+            slots = inp.max_mamba_cache_size
+        elif not s.radix and mrr_per_dp is not None:
+            slots = mrr_per_dp
+        else:
+            slots = int(rest * inp.mamba_full_memory_ratio / (1 + inp.mamba_full_memory_ratio) * GIB // per_req)
+    rest -= slots * per_req / GIB
+    return slots, spec_intermediate, rest
 
-    if rules.era == "0.5.14" and rest <= 0 and failure is None:
+
+def _kv_pool_tokens(
+    inp: MemoryInputs, s: _Settings, rest: float, avail_after: float, draft_gib: tuple[float, float], out: _Outcome
+) -> tuple[int, int]:
+    """Phase 4, the KV pool: (cell bytes per token, tokens), model_executor/pool_configurator.py
+    (0.5.9: model_runner_kv_cache_mixin.py profile_max_num_token / init_memory_pool)."""
+    f0 = inp.free_before_load_gib
+    if inp.rules.era == "0.5.14" and rest <= 0:
         # 0.5.14+ _profile_available_bytes refuses before sizing the pools
+        draft_weights_gib, draft_transient_gib = draft_gib
         minimum = 1 - (avail_after - draft_weights_gib - draft_transient_gib) / f0 if f0 else 1.0
-        failure = (
-            f"ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static={mfs}. "
+        out.fail(
+            f"ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static={s.mfs}. "
             f"Raise --mem-fraction-static above {math.ceil(minimum * 1000) / 1000:.3f} (minimum viable = 1 - "
             f"available/pre = {minimum:.4f}). If using speculative decoding, draft weights are now counted."
         )
-
-    cell = kv_cell_bytes(g, attn_tp=attn_tp, pp=pp, kv_cache_dtype=inp.kv_cache_dtype)
-    tokens = int(rest * GIB) // cell if rest > 0 else int(rest * GIB) // cell
+    cell = kv_cell_bytes(inp.geometry, attn_tp=inp.attn_tp_size or inp.tp_size, pp=inp.pp_size, kv_cache_dtype=inp.kv_cache_dtype)
+    page_size = s.page_size
+    tokens = int(rest * GIB) // cell
     tokens = tokens // page_size * page_size
     if inp.max_total_tokens is not None and tokens > 0:
         tokens = min(tokens, inp.max_total_tokens // page_size * page_size)
-    if tokens <= 0 and failure is None:
-        failure = _not_enough_message(rules, mfs)
+    if tokens <= 0:
+        out.fail(_not_enough_message(inp.rules, s.mfs))
+    return cell, tokens
 
-    # ---- max_running_requests (_resolve_max_num_reqs; 0.5.9 init_memory_pool)
-    estimated = max(min(int(max(tokens, 0) / context * 512), 4096), 2048)
+
+def _max_running_requests(inp: MemoryInputs, s: _Settings, tokens: int, state: MambaState | None, slots: int, out: _Outcome) -> int:
+    """max_running_requests (model_runner_kv_cache_mixin.py _resolve_max_num_reqs; 0.5.9 init_memory_pool)."""
+    rules, mrr_flag = inp.rules, s.mrr_flag
+    estimated = max(min(int(max(tokens, 0) / s.context * 512), 4096), 2048)
     if mrr_flag is not None:
         if rules.mrr_explicit_cap == "estimate":
             mrr = min(mrr_flag // inp.dp_size, estimated)
@@ -1028,100 +1108,147 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
     else:
         mrr = estimated if rules.era == "0.5.9" else min(estimated, max(tokens, 0) // 2)
     if state is not None:
-        mrr = min(mrr, slots // mamba_ratio()) if slots > 0 else 0
-        if mrr <= 0 and failure is None:
-            failure = (
+        ratio = _mamba_ratio(rules, s)
+        mrr = min(mrr, slots // ratio) if slots > 0 else 0
+        if mrr <= 0:
+            out.fail(
                 f"max_running_requests resolves to {mrr}: the mamba state pool "
-                f"(max_mamba_cache_size={slots}) holds no request at {mamba_ratio()} slots per request"
+                f"(max_mamba_cache_size={slots}) holds no request at {ratio} slots per request"
             )
+    return mrr
 
-    # ---- pool sizes as SGLang logs them (mem_cache/memory_pool.py: size + page_size rows)
-    kv_layers = math.ceil(g.kv_layers / pp)
+
+def _pool_sizes(
+    inp: MemoryInputs, s: _Settings, tokens: int, state: MambaState | None, slots: int, mrr: int
+) -> tuple[float, float, float, float, float]:
+    """(K, V, conv, SSM, intermediate SSM) GiB as SGLang logs them
+    (mem_cache/memory_pool.py: size + page_size rows)."""
+    g, page_size = inp.geometry, s.page_size
+    kv_layers = math.ceil(g.kv_layers / inp.pp_size)
     kv_bytes = kv_dtype_bytes(inp.kv_cache_dtype, g.dtype_bytes)
+    rows = max(tokens, 0) + page_size
     if g.mla:
-        k_size = (max(tokens, 0) + page_size) * (g.kv_lora_rank + g.qk_rope_head_dim) * kv_layers * kv_bytes / GIB
+        k_size = rows * (g.kv_lora_rank + g.qk_rope_head_dim) * kv_layers * kv_bytes / GIB
         v_size = 0.0
     else:
-        heads = max(1, g.num_kv_heads // attn_tp)
-        k_size = (max(tokens, 0) + page_size) * heads * g.head_dim * kv_layers * kv_bytes / GIB
-        v_size = (max(tokens, 0) + page_size) * heads * g.v_head_dim * kv_layers * kv_bytes / GIB
+        heads = max(1, g.num_kv_heads // (inp.attn_tp_size or inp.tp_size))
+        k_size = rows * heads * g.head_dim * kv_layers * kv_bytes / GIB
+        v_size = rows * heads * g.v_head_dim * kv_layers * kv_bytes / GIB
     conv_gib = (slots + 1) * state.conv_bytes / GIB if state else 0.0
     ssm_gib = (slots + 1) * state.ssm_bytes / GIB if state else 0.0
     # mem_cache/memory_pool.py MambaPool: intermediate_ssm_state_cache has
     # (spec_state_size + 1) x draft_tokens rows, spec_state_size = the resolved max_running_requests
     intermediate_ssm_gib = (
-        (max(mrr, 0) + 1) * (draft_tokens or 0) * state.ssm_bytes / GIB if state and algo is not None else 0.0
+        (max(mrr, 0) + 1) * (s.draft_tokens or 0) * state.ssm_bytes / GIB if state and s.algo is not None else 0.0
     )
+    return k_size, v_size, conv_gib, ssm_gib, intermediate_ssm_gib
 
-    # ---- the draft's own pools: one KV layer per MTP layer, the target's token count
-    draft_kv_gib = 0.0
-    if draft_weights_gib > 0:
-        draft_layers = max(1, g.mtp_layers)
-        if g.mla:
-            draft_cell = (g.kv_lora_rank + g.qk_rope_head_dim) * draft_layers * kv_bytes
-        else:
-            draft_cell = max(1, g.num_kv_heads // attn_tp) * (g.head_dim + g.v_head_dim) * draft_layers * kv_bytes
-        draft_kv_gib = (max(tokens, 0) + page_size) * draft_cell / GIB
 
-    # ---- what must fit in F0 * (1 - mfs): an estimate, stated as one
+def _draft_kv_gib(inp: MemoryInputs, s: _Settings, tokens: int, draft_weights_gib: float) -> float:
+    """Phase 5, the draft model's own pools: one KV layer per MTP layer, the target's token
+    count (speculative/eagle_worker.py, the draft's model runner)."""
+    if draft_weights_gib <= 0:
+        return 0.0
+    g = inp.geometry
+    kv_bytes = kv_dtype_bytes(inp.kv_cache_dtype, g.dtype_bytes)
+    draft_layers = max(1, g.mtp_layers)
+    if g.mla:
+        draft_cell = (g.kv_lora_rank + g.qk_rope_head_dim) * draft_layers * kv_bytes
+    else:
+        draft_cell = max(1, g.num_kv_heads // (inp.attn_tp_size or inp.tp_size)) * (g.head_dim + g.v_head_dim) * draft_layers * kv_bytes
+    return (max(tokens, 0) + s.page_size) * draft_cell / GIB
+
+
+def _runtime_headroom(
+    inp: MemoryInputs, s: _Settings, draft_kv_gib: float, draft_weights_gib: float, draft_transient_gib: float
+) -> tuple[float, float, float]:
+    """Phase 6, runtime headroom: (imgbuild's estimate of what must fit in F0 x (1 - mfs), SGLang's
+    own reserve heuristic (server_args.py _handle_gpu_memory_settings), the draft's share of the estimate)."""
+    g, rules, tp = inp.geometry, inp.rules, inp.tp_size
     # activations of one prefill chunk: MLP gate/up + act, qkv and residual streams in the model dtype
     inter_gpu = (g.moe_intermediate_size * 8 if g.num_experts else g.intermediate_size) / tp
-    act_gib = max(chunked, 2048) * (3 * inter_gpu + 8 * g.hidden_size) * g.dtype_bytes / GIB
+    act_gib = max(s.chunked, 2048) * (3 * inter_gpu + 8 * g.hidden_size) * g.dtype_bytes / GIB
     # decode CUDA graphs: SGLang budgets ~2 MiB per captured batch size (server_args.py reserve)
-    graphs_gib = 0.0 if inp.disable_cuda_graph else graph_bs * 2 / 1024
-    if algo is not None and not inp.disable_cuda_graph:
+    graphs_gib = 0.0 if inp.disable_cuda_graph else s.graph_bs * 2 / 1024
+    if s.algo is not None and not inp.disable_cuda_graph:
         graphs_gib *= 2  # the draft captures its own graphs
     # after KV sizing in 0.5.9-0.5.13: draft weights, KV; in 0.5.14+ only its KV
     draft_after = draft_kv_gib + (0.0 if rules.draft_weights_before_kv else draft_weights_gib)
     # the draft's transient embedding/head copy peaks while the draft loads, before graphs exist
     runtime_need = 0.5 + max(act_gib + graphs_gib + draft_after, draft_after + draft_transient_gib)
     sglang_reserve = (
-        512 + max(chunked, 2048) * 1.5 + (0 if inp.disable_cuda_graph else graph_bs * 2) + tp * pp / 8 * 1024
+        512 + max(s.chunked, 2048) * 1.5 + (0 if inp.disable_cuda_graph else s.graph_bs * 2) + tp * inp.pp_size / 8 * 1024
     ) / 1024
-    memory_pool_end = avail_after - (
-        (draft_weights_gib + draft_transient_gib if rules.draft_weights_before_kv else 0.0)
-        + k_size + v_size + conv_gib + ssm_gib + spec_intermediate
-    )
+    return runtime_need, sglang_reserve, draft_after
 
-    if refusal is not None:
+
+def _verdict(
+    inp: MemoryInputs, s: _Settings, tokens: int, slack: float, runtime_need: float, sglang_reserve: float,
+    draft_after: float, out: _Outcome,
+) -> None:
+    """Phase 7, the verdict: headroom against the estimate, the context against the pool, and
+    what the accounting leaves out."""
+    g = inp.geometry
+    if out.refusal is not None:
         # SGLang stops at argument parsing: nothing after it happens
-        failure = None
-    if failure is None and refusal is None:
+        out.failure = None
+    if out.failure is None and out.refusal is None:
         if runtime_need > slack:
-            problems.append(
+            out.problems.append(
                 f"F0 x (1 - mem_fraction_static) = {slack:.2f} GiB must hold activations, CUDA graphs"
                 + (" and the draft model" if draft_after > 0 else "")
                 + f" (about {runtime_need:.2f} GiB): expect CUDA out of memory during graph capture or the first long prefill"
             )
         elif sglang_reserve > slack:
-            notes.append(
+            out.notes.append(
                 f"SGLang's own heuristic would leave {sglang_reserve:.2f} GiB for activations and graphs; "
                 f"these flags leave {slack:.2f} GiB"
             )
-        if tokens > 0 and context > tokens:
+        if tokens > 0 and s.context > tokens:
             text = (
-                f"the KV pool holds {tokens} tokens, fewer than the context length {context}: "
+                f"the KV pool holds {tokens} tokens, fewer than the context length {s.context}: "
                 "one full-length request cannot fit"
             )
             # asked for with --context-length: the launch does not do what was asked. Derived from
             # the config: SGLang starts and caps a request's input at the pool (scheduler.py)
-            (problems if inp.context_length else notes).append(text)
+            (out.problems if inp.context_length else out.notes).append(text)
     if g.sliding_window and not g.hybrid:
-        notes.append(
+        out.notes.append(
             f"sliding-window attention ({g.sliding_window} tokens) is counted as full attention: "
             "SGLang's hybrid SWA pool may hold more tokens than planned"
         )
     if g.quantization and not g.checkpoint_bytes and g.quantization not in FP8_METHODS:
-        notes.append(f"quantized checkpoint ({g.quantization}) without an index total_size: weights estimated at {g.dtype_bytes} bytes/param")
+        out.notes.append(f"quantized checkpoint ({g.quantization}) without an index total_size: weights estimated at {g.dtype_bytes} bytes/param")
+
+
+def plan_memory(inp: MemoryInputs) -> MemoryPlan:
+    """SGLang's pool sizing for one GPU (the smallest), before anything loads, in the order
+    SGLang starts: server arguments, weights, hybrid state, KV pool, draft, runtime headroom."""
+    rules, g = inp.rules, inp.geometry
+    out = _Outcome()
+    s = _server_args(inp, out)
+    weights_gib, draft_weights_gib, draft_transient_gib = _weights(inp, s.algo, out)
+    avail_after, slack, rest = _rest_for_pools(inp, s, weights_gib, draft_weights_gib, draft_transient_gib, out)
+    rest_before_state = rest
+    state = mamba_state(g, attn_tp=inp.attn_tp_size or inp.tp_size, pp=inp.pp_size, ssm_dtype_flag=inp.mamba_ssm_dtype)
+    slots, spec_intermediate, rest = _hybrid_state_pool(inp, s, state, rest, out)
+    draft_before_kv_gib = draft_weights_gib + draft_transient_gib if rules.draft_weights_before_kv else 0.0
+    cell, tokens = _kv_pool_tokens(inp, s, rest, avail_after, (draft_weights_gib, draft_transient_gib), out)
+    mrr = _max_running_requests(inp, s, tokens, state, slots, out)
+    k_size, v_size, conv_gib, ssm_gib, intermediate_ssm_gib = _pool_sizes(inp, s, tokens, state, slots, mrr)
+    draft_kv_gib = _draft_kv_gib(inp, s, tokens, draft_weights_gib)
+    runtime_need, sglang_reserve, draft_after = _runtime_headroom(inp, s, draft_kv_gib, draft_weights_gib, draft_transient_gib)
+    memory_pool_end = avail_after - (draft_before_kv_gib + k_size + v_size + conv_gib + ssm_gib + spec_intermediate)
+    _verdict(inp, s, tokens, slack, runtime_need, sglang_reserve, draft_after, out)
 
     return MemoryPlan(
         rules=rules,
-        mem_fraction_static=mfs,
-        mem_fraction_static_default=mfs_default,
-        chunked_prefill_size=chunked,
-        cuda_graph_max_bs=graph_bs,
+        mem_fraction_static=s.mfs,
+        mem_fraction_static_default=s.mfs_default,
+        chunked_prefill_size=s.chunked,
+        cuda_graph_max_bs=s.graph_bs,
         gpu_total_gib=(inp.gpu_total_mib or 0) / 1024,
-        free_before_load_gib=f0,
+        free_before_load_gib=inp.free_before_load_gib,
         weights_gib=weights_gib,
         avail_after_load_gib=avail_after,
         draft_weights_gib=draft_weights_gib,
@@ -1130,7 +1257,7 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
         kv_cell_bytes=cell,
         rest_before_state_gib=rest_before_state,
         spec_intermediate_gib=spec_intermediate,
-        mamba_per_request_bytes=per_req,
+        mamba_per_request_bytes=state.per_request_bytes if state else 0,
         mamba_slots=slots,
         mamba_conv_gib=conv_gib,
         mamba_ssm_gib=ssm_gib,
@@ -1139,19 +1266,19 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
         k_size_gib=k_size,
         v_size_gib=v_size,
         max_running_requests=mrr,
-        context_length=context,
-        speculative_algorithm=algo,
-        speculative_num_draft_tokens=draft_tokens,
-        radix_cache=radix,
-        mamba_strategy=strategy if g.hybrid else None,
+        context_length=s.context,
+        speculative_algorithm=s.algo,
+        speculative_num_draft_tokens=s.draft_tokens,
+        radix_cache=s.radix,
+        mamba_strategy=s.strategy if g.hybrid else None,
         slack_gib=slack,
         runtime_need_gib=runtime_need,
         sglang_reserve_gib=sglang_reserve,
         memory_pool_end_avail_gib=memory_pool_end,
-        refusal=refusal,
-        failure=failure,
-        problems=tuple(problems),
-        notes=tuple(notes),
+        refusal=out.refusal,
+        failure=out.failure,
+        problems=tuple(out.problems),
+        notes=tuple(out.notes),
     )
 
 
