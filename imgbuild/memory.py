@@ -30,6 +30,20 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from imgbuild.modelinfo import (
+    DTYPE_BYTES,
+    attention_layer_counts,
+    config_dtype,
+    expert_count,
+    moe_layer_count,
+    mtp_layer_count,
+    quant_method,
+    read_int,
+    shared_expert_intermediate,
+    sliding_window,
+    text_config_of,
+)
+
 GIB = float(1 << 30)
 MIB = float(1 << 20)
 
@@ -95,23 +109,6 @@ def rules_for(version: str) -> Rules:
 
 
 # ----------------------------------------------------------------------------- geometry
-
-_DTYPE_BYTES = {
-    "bfloat16": 2,
-    "bf16": 2,
-    "float16": 2,
-    "fp16": 2,
-    "half": 2,
-    "float32": 4,
-    "fp32": 4,
-    "float": 4,
-    "fp8_e4m3": 1,
-    "fp8_e5m2": 1,
-    "fp8": 1,
-    "float8_e4m3fn": 1,
-    "int8": 1,
-}
-
 
 @dataclass(frozen=True)
 class VisionGeometry:
@@ -188,23 +185,6 @@ class ModelGeometry:
         return self.full_attention_layers if self.hybrid else self.num_layers
 
 
-def _int(cfg: dict[str, Any], *keys: str, default: int = 0) -> int:
-    for key in keys:
-        value = cfg.get(key)
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, (int, float)):
-            return int(value)
-    return default
-
-
-_HYBRID_GDN_ARCHS = (
-    "Qwen3NextForCausalLM",
-    "Qwen3_5ForConditionalGeneration",
-    "Qwen3_5MoeForConditionalGeneration",
-    "Qwen3_5ForCausalLM",
-    "Qwen3_5MoeForCausalLM",
-)
 # Architectures whose vision tower SGLang builds from Qwen3-VL's blocks (models/qwen3_vl.py)
 _QWEN3_VL_VISION = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
 # configs/model_config.py piecewise_cuda_graph_disabled_model_archs (0.5.11)
@@ -222,70 +202,50 @@ def geometry_from_config(
     """Read the shapes from a Hugging Face config.json (top level, as loaded)."""
     architectures = config.get("architectures") or ["?"]
     arch = str(architectures[0])
-    text = config.get("text_config") or config
+    text = text_config_of(config)
     model_type = str(config.get("model_type") or text.get("model_type") or "")
-    hidden = _int(text, "hidden_size", "d_model")
-    layers = _int(text, "num_hidden_layers", "n_layer", "num_layers")
-    heads = _int(text, "num_attention_heads", "n_head")
-    kv_heads = _int(text, "num_key_value_heads", default=heads) or heads
-    head_dim = _int(text, "head_dim", default=(hidden // heads if heads else 0)) or (hidden // heads if heads else 0)
-    dtype_name = str(text.get("dtype") or text.get("torch_dtype") or config.get("torch_dtype") or "bfloat16")
+    hidden = read_int(text, "hidden_size", "d_model", default=0)
+    layers = read_int(text, "num_hidden_layers", "n_layer", "num_layers", default=0)
+    heads = read_int(text, "num_attention_heads", "n_head", default=0)
+    kv_heads = read_int(text, "num_key_value_heads", default=heads) or heads
+    head_dim = read_int(text, "head_dim", default=(hidden // heads if heads else 0)) or (hidden // heads if heads else 0)
+    dtype_name = config_dtype(config, text)
     # SGLang serves float32 checkpoints in bfloat16 (configs/model_config.py _get_and_verify_dtype)
-    dtype_bytes = min(_DTYPE_BYTES.get(dtype_name.replace("torch.", ""), 2), 2)
+    dtype_bytes = min(DTYPE_BYTES.get(dtype_name.replace("torch.", ""), 2), 2)
     tie = bool(config.get("tie_word_embeddings", text.get("tie_word_embeddings", False)))
-    quant = config.get("quantization_config") or text.get("quantization_config")
-    quant_method = str(quant.get("quant_method")) if isinstance(quant, dict) and quant.get("quant_method") else None
-
+    quantization = quant_method(config) or quant_method(text)
     # layer kinds: layer_types list, else Qwen3-Next's full_attention_interval
-    full_layers, linear_layers = layers, 0
-    layer_types = text.get("layer_types")
-    if isinstance(layer_types, list) and any(t == "linear_attention" for t in layer_types):
-        linear_layers = sum(1 for t in layer_types[:layers] if t == "linear_attention")
-        full_layers = layers - linear_layers
-    elif arch in _HYBRID_GDN_ARCHS and text.get("full_attention_interval"):
-        interval = int(text["full_attention_interval"])
-        full_layers = sum(1 for i in range(layers) if (i + 1) % interval == 0)
-        linear_layers = layers - full_layers
+    full_layers, linear_layers = attention_layer_counts(text, layers, architecture=arch)
 
     mla = bool(text.get("kv_lora_rank")) and arch.startswith(("Deepseek", "KimiK2", "Kimi"))
-    num_experts = _int(text, "num_experts", "n_routed_experts", "num_local_experts")
-    moe_inter = _int(text, "moe_intermediate_size", default=_int(text, "intermediate_size"))
-    shared_inter = _int(text, "shared_expert_intermediate_size")
-    if not shared_inter and text.get("n_shared_experts"):
-        shared_inter = int(text["n_shared_experts"]) * moe_inter
-    moe_layers = 0
-    if num_experts:
-        first_dense = _int(text, "first_k_dense_replace")
-        step = _int(text, "decoder_sparse_step", "moe_layer_freq", default=1) or 1
-        mlp_only = set(text.get("mlp_only_layers") or [])
-        moe_layers = sum(
-            1 for i in range(layers) if i >= first_dense and i not in mlp_only and (i + 1) % step == 0
-        )
-
-    mtp = _int(text, "mtp_num_hidden_layers", "num_nextn_predict_layers")
+    num_experts = expert_count(text)
+    moe_inter = read_int(text, "moe_intermediate_size", default=read_int(text, "intermediate_size", default=0))
+    shared_inter = shared_expert_intermediate(text, moe_inter)
+    moe_layers = moe_layer_count(text, layers)
+    mtp = mtp_layer_count(text)
     vision_cfg = config.get("vision_config")
     vision: VisionGeometry | None = None
     if isinstance(vision_cfg, dict):
         if model_type in _QWEN3_VL_VISION or str(vision_cfg.get("model_type", "")).startswith(("qwen3", "qwen3_5")):
             vision = VisionGeometry(
                 kind="qwen3-vl",
-                depth=_int(vision_cfg, "depth", "num_hidden_layers"),
-                hidden_size=_int(vision_cfg, "hidden_size"),
-                intermediate_size=_int(vision_cfg, "intermediate_size"),
-                out_hidden_size=_int(vision_cfg, "out_hidden_size", default=hidden),
-                patch_size=_int(vision_cfg, "patch_size", default=16),
-                temporal_patch_size=_int(vision_cfg, "temporal_patch_size", default=2),
-                in_channels=_int(vision_cfg, "in_channels", default=3),
-                spatial_merge_size=_int(vision_cfg, "spatial_merge_size", default=2),
-                num_position_embeddings=_int(vision_cfg, "num_position_embeddings", default=2304),
+                depth=read_int(vision_cfg, "depth", "num_hidden_layers", default=0),
+                hidden_size=read_int(vision_cfg, "hidden_size", default=0),
+                intermediate_size=read_int(vision_cfg, "intermediate_size", default=0),
+                out_hidden_size=read_int(vision_cfg, "out_hidden_size", default=hidden),
+                patch_size=read_int(vision_cfg, "patch_size", default=16),
+                temporal_patch_size=read_int(vision_cfg, "temporal_patch_size", default=2),
+                in_channels=read_int(vision_cfg, "in_channels", default=3),
+                spatial_merge_size=read_int(vision_cfg, "spatial_merge_size", default=2),
+                num_position_embeddings=read_int(vision_cfg, "num_position_embeddings", default=2304),
                 deepstack_layers=len(vision_cfg.get("deepstack_visual_indexes") or []),
-                num_hidden_layers_attr=_int(vision_cfg, "num_hidden_layers") or None,
+                num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
             )
         else:
             vision = VisionGeometry(
                 kind="opaque",
-                hidden_size=_int(vision_cfg, "hidden_size"),
-                num_hidden_layers_attr=_int(vision_cfg, "num_hidden_layers") or None,
+                hidden_size=read_int(vision_cfg, "hidden_size", default=0),
+                num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
             )
 
     return ModelGeometry(
@@ -295,11 +255,11 @@ def geometry_from_config(
         num_layers=layers,
         num_attention_heads=heads,
         num_kv_heads=kv_heads,
-        head_dim=_int(text, "qk_nope_head_dim") + _int(text, "qk_rope_head_dim") if mla else head_dim,
-        v_head_dim=_int(text, "v_head_dim", default=head_dim) if mla else head_dim,
-        vocab_size=_int(text, "vocab_size", default=_int(config, "vocab_size")),
-        intermediate_size=_int(text, "intermediate_size"),
-        max_position_embeddings=_int(text, "max_position_embeddings", "max_sequence_length", "seq_length", default=2048),
+        head_dim=read_int(text, "qk_nope_head_dim", default=0) + read_int(text, "qk_rope_head_dim", default=0) if mla else head_dim,
+        v_head_dim=read_int(text, "v_head_dim", default=head_dim) if mla else head_dim,
+        vocab_size=read_int(text, "vocab_size", default=read_int(config, "vocab_size", default=0)),
+        intermediate_size=read_int(text, "intermediate_size", default=0),
+        max_position_embeddings=read_int(text, "max_position_embeddings", "max_sequence_length", "seq_length", default=2048),
         tie_word_embeddings=tie,
         dtype_bytes=dtype_bytes,
         attn_output_gate=bool(text.get("attn_output_gate", False)),
@@ -307,17 +267,17 @@ def geometry_from_config(
         qkv_bias=model_type.startswith("qwen2") or bool(text.get("attention_bias", False)),
         full_attention_layers=full_layers,
         linear_attention_layers=linear_layers,
-        linear_num_key_heads=_int(text, "linear_num_key_heads"),
-        linear_num_value_heads=_int(text, "linear_num_value_heads"),
-        linear_key_head_dim=_int(text, "linear_key_head_dim"),
-        linear_value_head_dim=_int(text, "linear_value_head_dim"),
-        linear_conv_kernel_dim=_int(text, "linear_conv_kernel_dim", default=4),
+        linear_num_key_heads=read_int(text, "linear_num_key_heads", default=0),
+        linear_num_value_heads=read_int(text, "linear_num_value_heads", default=0),
+        linear_key_head_dim=read_int(text, "linear_key_head_dim", default=0),
+        linear_value_head_dim=read_int(text, "linear_value_head_dim", default=0),
+        linear_conv_kernel_dim=read_int(text, "linear_conv_kernel_dim", default=4),
         mamba_ssm_dtype=text.get("mamba_ssm_dtype") or config.get("mamba_ssm_dtype"),
         mla=mla,
-        kv_lora_rank=_int(text, "kv_lora_rank"),
-        q_lora_rank=_int(text, "q_lora_rank"),
-        qk_nope_head_dim=_int(text, "qk_nope_head_dim"),
-        qk_rope_head_dim=_int(text, "qk_rope_head_dim"),
+        kv_lora_rank=read_int(text, "kv_lora_rank", default=0),
+        q_lora_rank=read_int(text, "q_lora_rank", default=0),
+        qk_nope_head_dim=read_int(text, "qk_nope_head_dim", default=0),
+        qk_rope_head_dim=read_int(text, "qk_rope_head_dim", default=0),
         num_experts=num_experts,
         moe_intermediate_size=moe_inter if num_experts else 0,
         shared_expert_intermediate_size=shared_inter,
@@ -326,8 +286,8 @@ def geometry_from_config(
         mtp_has_own_embeddings=arch.startswith("Deepseek") and mtp > 0,
         vision=vision,
         multimodal=vision is not None,
-        quantization=quant_method,
-        sliding_window=_int(text, "sliding_window") if text.get("use_sliding_window", True) and text.get("sliding_window") else None,
+        quantization=quantization,
+        sliding_window=sliding_window(text),
         checkpoint_bytes=checkpoint_bytes,
         checkpoint_parameters=checkpoint_parameters,
     )
@@ -554,7 +514,7 @@ def kv_dtype_bytes(kv_cache_dtype: str, model_dtype_bytes: int) -> float:
         return 1.0
     if name.startswith("fp4"):
         return 0.5
-    return float(_DTYPE_BYTES.get(name, model_dtype_bytes))
+    return float(DTYPE_BYTES.get(name, model_dtype_bytes))
 
 
 def kv_cell_bytes(g: ModelGeometry, *, attn_tp: int, pp: int = 1, kv_cache_dtype: str = "auto") -> int:
@@ -596,7 +556,7 @@ def mamba_state(g: ModelGeometry, *, attn_tp: int, pp: int = 1, ssm_dtype_flag: 
     conv_dim = 2 * key_dim + value_dim
     conv = (conv_dim // attn_tp) * (g.linear_conv_kernel_dim - 1) * 2  # bf16 conv state
     ssm = (g.linear_num_value_heads // attn_tp) * g.linear_value_head_dim * g.linear_key_head_dim
-    ssm *= _DTYPE_BYTES.get(ssm_dtype, 4)
+    ssm *= DTYPE_BYTES.get(ssm_dtype, 4)
     return MambaState(conv_bytes=conv * layers, ssm_bytes=ssm * layers, ssm_dtype=ssm_dtype)
 
 

@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol, overload
 
 from imgbuild.errors import UsageError
 
@@ -26,8 +26,19 @@ HUB_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>[\w.
 DTYPE_BYTES = {
     "float32": 4, "fp32": 4, "float": 4,
     "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
-    "float8_e4m3fn": 1, "fp8": 1, "int8": 1,
+    "float8_e4m3fn": 1, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1,
 }  # fmt: skip
+
+# Qwen3-Next / Qwen3.5 / Qwen3.6: Gated DeltaNet layers with a full-attention layer every
+# full_attention_interval layers (models/qwen3_next.py, models/qwen3_5.py)
+HYBRID_GDN_ARCHITECTURES = frozenset({
+    "Qwen3NextForCausalLM",
+    "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration",
+    "Qwen3_5ForCausalLM",
+    "Qwen3_5MoeForCausalLM",
+})  # fmt: skip
+LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
 
 
 class HubFetcher(Protocol):
@@ -162,7 +173,16 @@ def _parse_json(data: bytes, where: str) -> dict[str, Any]:
     return value
 
 
-def _int(cfg: dict[str, Any], *keys: str, default: int | None = None) -> int | None:
+# ----------------------------------------------------------------------------- config readers
+# Shared with imgbuild.memory (geometry_from_config): one reading of config.json for both.
+
+
+@overload
+def read_int(cfg: Mapping[str, Any], *keys: str, default: int) -> int: ...
+@overload
+def read_int(cfg: Mapping[str, Any], *keys: str, default: None = None) -> int | None: ...
+def read_int(cfg: Mapping[str, Any], *keys: str, default: int | None = None) -> int | None:
+    """The first of keys holding a number (booleans skipped), as an int; else default."""
     for key in keys:
         value = cfg.get(key)
         if isinstance(value, bool):
@@ -173,11 +193,67 @@ def _int(cfg: dict[str, Any], *keys: str, default: int | None = None) -> int | N
 
 
 def text_config_of(config: dict[str, Any]) -> dict[str, Any]:
+    """The language model's config: text_config (Qwen-VL), llm_config, language_config, else the top level."""
     for key in ("text_config", "llm_config", "language_config"):
         nested = config.get(key)
         if isinstance(nested, dict) and nested.get("hidden_size"):
             return nested
     return config
+
+
+def config_dtype(config: dict[str, Any], text: dict[str, Any]) -> str:
+    """The checkpoint dtype's name as the config spells it ("bfloat16" when absent)."""
+    return str(text.get("dtype") or text.get("torch_dtype") or config.get("dtype") or config.get("torch_dtype") or "bfloat16")
+
+
+def attention_layer_counts(text: dict[str, Any], layers: int, *, architecture: str = "") -> tuple[int, int]:
+    """(full, linear) attention layer counts of the first ``layers`` layers.
+
+    From layer_types when it names linear layers; else, for a Gated DeltaNet hybrid (a
+    known architecture, or linear-attention shapes in the config), layer i is full
+    attention when (i + 1) % full_attention_interval == 0 (models/qwen3_next.py).
+    """
+    layer_types = text.get("layer_types")
+    if isinstance(layer_types, list) and any(t in LINEAR_LAYER_TYPES for t in layer_types):
+        linear = sum(1 for t in layer_types[:layers] if t in LINEAR_LAYER_TYPES)
+        return layers - linear, linear
+    interval = read_int(text, "full_attention_interval")
+    hybrid = architecture in HYBRID_GDN_ARCHITECTURES or text.get("linear_num_value_heads") or text.get("linear_key_head_dim")
+    if interval and hybrid:
+        full = sum(1 for i in range(layers) if (i + 1) % interval == 0)
+        return full, layers - full
+    return layers, 0
+
+
+def mtp_layer_count(text: dict[str, Any]) -> int:
+    """MTP / NextN draft layers shipped in the checkpoint."""
+    return read_int(text, "mtp_num_hidden_layers", "num_nextn_predict_layers", default=0)
+
+
+def expert_count(text: dict[str, Any]) -> int:
+    """Routed MoE experts (0 for a dense model)."""
+    return read_int(text, "num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts", default=0)
+
+
+def shared_expert_intermediate(text: dict[str, Any], moe_intermediate: int) -> int:
+    """The shared experts' MLP width: shared_expert_intermediate_size (Qwen) or
+    n_shared_experts x moe_intermediate_size (DeepSeek)."""
+    shared = read_int(text, "shared_expert_intermediate_size", default=0)
+    n_shared = read_int(text, "n_shared_experts", default=0)
+    if n_shared and not shared:
+        shared = n_shared * moe_intermediate
+    return shared
+
+
+def moe_layer_count(text: dict[str, Any], layers: int) -> int:
+    """Decoder layers whose MLP is MoE: not among the first_k_dense_replace dense ones nor
+    mlp_only_layers, and on the decoder_sparse_step / moe_layer_freq stride."""
+    if not expert_count(text):
+        return 0
+    first_dense = read_int(text, "first_k_dense_replace", default=0)
+    step = read_int(text, "decoder_sparse_step", "moe_layer_freq", default=1) or 1
+    mlp_only = set(text.get("mlp_only_layers") or [])
+    return sum(1 for i in range(layers) if i >= first_dense and i not in mlp_only and (i + 1) % step == 0)
 
 
 def describe_model(config: dict[str, Any], index: dict[str, Any] | None, *, source: str) -> ModelInfo:
@@ -186,29 +262,28 @@ def describe_model(config: dict[str, Any], index: dict[str, Any] | None, *, sour
     architectures = tuple(config.get("architectures") or text.get("architectures") or ())
     if not architectures:
         raise UsageError(f"{where} has no 'architectures'", hint="is this a Hugging Face model config?")
-    hidden = _int(text, "hidden_size", "d_model", "n_embd")
-    layers = _int(text, "num_hidden_layers", "n_layer", "num_layers")
-    heads = _int(text, "num_attention_heads", "n_head")
+    hidden = read_int(text, "hidden_size", "d_model", "n_embd")
+    layers = read_int(text, "num_hidden_layers", "n_layer", "num_layers")
+    heads = read_int(text, "num_attention_heads", "n_head")
     if not hidden or not layers or not heads:
         raise UsageError(f"{where} lacks hidden_size, num_hidden_layers or num_attention_heads")
-    kv_heads = _int(text, "num_key_value_heads", "multi_query_group_num", default=heads) or heads
-    head_dim = _int(text, "head_dim", default=hidden // heads) or hidden // heads
-    vocab = _int(text, "vocab_size", "padded_vocab_size", default=0) or 0
-    intermediate = _int(text, "intermediate_size", "ffn_hidden_size", default=4 * hidden) or 4 * hidden
+    kv_heads = read_int(text, "num_key_value_heads", "multi_query_group_num", default=heads) or heads
+    head_dim = read_int(text, "head_dim", default=hidden // heads) or hidden // heads
+    vocab = read_int(text, "vocab_size", "padded_vocab_size", default=0) or 0
+    intermediate = read_int(text, "intermediate_size", "ffn_hidden_size", default=4 * hidden) or 4 * hidden
 
-    full_layers, linear_layers = _attention_layers(text, layers)
-    mtp = _int(text, "mtp_num_hidden_layers", "num_nextn_predict_layers", default=0) or 0
-    experts = _int(text, "num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
-    experts = experts if experts else None
-    per_token = _int(text, "num_experts_per_tok", "moe_topk", "num_experts_per_token") if experts else None
-    moe_inter = _int(text, "moe_intermediate_size", default=intermediate) if experts else None
-    kv_lora = _int(text, "kv_lora_rank")
+    full_layers, linear_layers = attention_layer_counts(text, layers, architecture=str(architectures[0]))
+    mtp = mtp_layer_count(text)
+    experts = expert_count(text) or None
+    per_token = read_int(text, "num_experts_per_tok", "moe_topk", "num_experts_per_token") if experts else None
+    moe_inter = read_int(text, "moe_intermediate_size", default=intermediate) if experts else None
+    kv_lora = read_int(text, "kv_lora_rank")
     mla = bool(kv_lora)
-    rope_dim = _int(text, "qk_rope_head_dim") if mla else None
-    v_head = _int(text, "v_head_dim") if mla else None
-    sliding = _sliding_window(text)
-    quant = _quant_method(config) or _quant_method(text)
-    dtype = str(text.get("dtype") or text.get("torch_dtype") or config.get("dtype") or config.get("torch_dtype") or "bfloat16")
+    rope_dim = read_int(text, "qk_rope_head_dim") if mla else None
+    v_head = read_int(text, "v_head_dim") if mla else None
+    sliding = sliding_window(text)
+    quant = quant_method(config) or quant_method(text)
+    dtype = config_dtype(config, text)
     has_vision = isinstance(config.get("vision_config"), dict)
     tied = bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
 
@@ -278,30 +353,20 @@ def describe_model(config: dict[str, Any], index: dict[str, Any] | None, *, sour
     )
 
 
-def _attention_layers(text: dict[str, Any], layers: int) -> tuple[int, int]:
-    """(full, linear) attention layer counts, from layer_types or full_attention_interval."""
-    layer_types = text.get("layer_types")
-    if isinstance(layer_types, list) and layer_types:
-        linear = sum(1 for t in layer_types if t in ("linear_attention", "mamba", "gated_deltanet"))
-        return len(layer_types) - linear, linear
-    interval = _int(text, "full_attention_interval")
-    if interval and (text.get("linear_num_value_heads") or text.get("linear_key_head_dim")):
-        full = layers // interval
-        return full, layers - full
-    return layers, 0
-
-
-def _sliding_window(text: dict[str, Any]) -> int | None:
-    window = _int(text, "sliding_window")
+def sliding_window(text: dict[str, Any]) -> int | None:
+    """The sliding-window size, when the config turns it on (use_sliding_window) or names
+    sliding_attention layers; None otherwise."""
+    window = read_int(text, "sliding_window")
     if not window or text.get("use_sliding_window") is False:
         layer_types = text.get("layer_types")
         if isinstance(layer_types, list) and "sliding_attention" in layer_types:
-            return window or _int(text, "sliding_window_size")
+            return window or read_int(text, "sliding_window_size")
         return None
     return window
 
 
-def _quant_method(cfg: dict[str, Any]) -> str | None:
+def quant_method(cfg: dict[str, Any]) -> str | None:
+    """quantization_config (or compression_config) method, lower-case: "fp8", "awq", ..."""
     qc = cfg.get("quantization_config") or cfg.get("compression_config")
     if isinstance(qc, dict):
         method = qc.get("quant_method") or qc.get("quant_algo") or qc.get("format")
@@ -319,27 +384,24 @@ def parameter_breakdown(config: dict[str, Any]) -> dict[str, int]:
     The planner shards these by SGLang's TP rules.
     """
     text = text_config_of(config)
-    hidden = _int(text, "hidden_size", default=0) or 0
-    layers = _int(text, "num_hidden_layers", default=0) or 0
-    heads = _int(text, "num_attention_heads", default=1) or 1
-    kv_heads = _int(text, "num_key_value_heads", default=heads) or heads
-    head_dim = _int(text, "head_dim", default=hidden // heads) or hidden // heads
-    vocab = _int(text, "vocab_size", default=0) or 0
-    inter = _int(text, "intermediate_size", default=4 * hidden) or 4 * hidden
-    full, linear = _attention_layers(text, layers)
+    hidden = read_int(text, "hidden_size", default=0) or 0
+    layers = read_int(text, "num_hidden_layers", default=0) or 0
+    heads = read_int(text, "num_attention_heads", default=1) or 1
+    kv_heads = read_int(text, "num_key_value_heads", default=heads) or heads
+    head_dim = read_int(text, "head_dim", default=hidden // heads) or hidden // heads
+    vocab = read_int(text, "vocab_size", default=0) or 0
+    inter = read_int(text, "intermediate_size", default=4 * hidden) or 4 * hidden
+    architectures = config.get("architectures") or text.get("architectures") or [""]
+    full, linear = attention_layer_counts(text, layers, architecture=str(architectures[0]))
     tied = bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
 
     attn = _full_attention_params(text, hidden, heads, kv_heads, head_dim)
     lin = _linear_attention_params(text, hidden) if linear else 0
     dense_mlp = 3 * hidden * inter
-    experts = _int(text, "num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts") or 0
-    moe_inter = _int(text, "moe_intermediate_size", default=inter) or inter
-    shared_inter = _int(text, "shared_expert_intermediate_size", default=0) or 0
-    n_shared = _int(text, "n_shared_experts", default=0) or 0
-    if n_shared and not shared_inter:
-        shared_inter = n_shared * moe_inter
-    first_dense = _int(text, "first_k_dense_replace", default=0) or 0
-    moe_layers = max(layers - first_dense, 0) if experts else 0
+    experts = expert_count(text)
+    moe_inter = read_int(text, "moe_intermediate_size", default=inter) or inter
+    shared_inter = shared_expert_intermediate(text, moe_inter)
+    moe_layers = moe_layer_count(text, layers)
     per_layer_norms = 2 * hidden
 
     out = {
@@ -355,7 +417,7 @@ def parameter_breakdown(config: dict[str, Any]) -> dict[str, int]:
         "mtp": 0,
         "vision": _vision_params(config.get("vision_config"), hidden),
     }
-    mtp = _int(text, "mtp_num_hidden_layers", "num_nextn_predict_layers", default=0) or 0
+    mtp = mtp_layer_count(text)
     if mtp:
         # Each MTP/NextN layer: fc 2H->H, two pre-fc norms, one full-attention decoder
         # layer (MoE when the model is), and a final norm; embeddings are shared.
@@ -365,12 +427,12 @@ def parameter_breakdown(config: dict[str, Any]) -> dict[str, int]:
 
 
 def _full_attention_params(text: dict[str, Any], hidden: int, heads: int, kv_heads: int, head_dim: int) -> int:
-    kv_lora = _int(text, "kv_lora_rank")
+    kv_lora = read_int(text, "kv_lora_rank")
     if kv_lora:  # MLA (DeepSeek V2/V3): low-rank q and kv projections
-        q_lora = _int(text, "q_lora_rank")
-        nope = _int(text, "qk_nope_head_dim", default=128) or 128
-        rope = _int(text, "qk_rope_head_dim", default=64) or 64
-        v_dim = _int(text, "v_head_dim", default=128) or 128
+        q_lora = read_int(text, "q_lora_rank")
+        nope = read_int(text, "qk_nope_head_dim", default=128) or 128
+        rope = read_int(text, "qk_rope_head_dim", default=64) or 64
+        v_dim = read_int(text, "v_head_dim", default=128) or 128
         q = (hidden * q_lora + q_lora + q_lora * heads * (nope + rope)) if q_lora else hidden * heads * (nope + rope)
         kv = hidden * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_dim)
         return q + kv + heads * v_dim * hidden
@@ -385,12 +447,12 @@ def _full_attention_params(text: dict[str, Any], hidden: int, heads: int, kv_hea
 
 def _linear_attention_params(text: dict[str, Any], hidden: int) -> int:
     """One Gated DeltaNet layer (Qwen3-Next / Qwen3.5): projections, conv1d, gates, norm."""
-    k_heads = _int(text, "linear_num_key_heads", default=0) or 0
-    v_heads = _int(text, "linear_num_value_heads", default=0) or 0
-    k_dim = k_heads * (_int(text, "linear_key_head_dim", default=0) or 0)
-    v_head_dim = _int(text, "linear_value_head_dim", default=0) or 0
+    k_heads = read_int(text, "linear_num_key_heads", default=0) or 0
+    v_heads = read_int(text, "linear_num_value_heads", default=0) or 0
+    k_dim = k_heads * (read_int(text, "linear_key_head_dim", default=0) or 0)
+    v_head_dim = read_int(text, "linear_value_head_dim", default=0) or 0
     v_dim = v_heads * v_head_dim
-    kernel = _int(text, "linear_conv_kernel_dim", default=4) or 4
+    kernel = read_int(text, "linear_conv_kernel_dim", default=4) or 4
     conv_dim = 2 * k_dim + v_dim
     return (
         hidden * (2 * k_dim + 2 * v_dim)  # in_proj_qkvz
@@ -406,15 +468,15 @@ def _vision_params(vision: Any, text_hidden: int) -> int:
     """Qwen-VL style vision tower (Qwen3-VL / Qwen3.5): blocks, patch embed, position embed, merger."""
     if not isinstance(vision, dict):
         return 0
-    hidden = _int(vision, "hidden_size", "embed_dim", default=0) or 0
-    depth = _int(vision, "depth", "num_hidden_layers", default=0) or 0
-    inter = _int(vision, "intermediate_size", default=4 * hidden) or 4 * hidden
-    patch = _int(vision, "patch_size", default=14) or 14
-    temporal = _int(vision, "temporal_patch_size", default=1) or 1
-    channels = _int(vision, "in_channels", "num_channels", default=3) or 3
-    merge = _int(vision, "spatial_merge_size", default=2) or 2
-    out_hidden = _int(vision, "out_hidden_size", default=text_hidden) or text_hidden
-    positions = _int(vision, "num_position_embeddings", default=2304) or 2304
+    hidden = read_int(vision, "hidden_size", "embed_dim", default=0) or 0
+    depth = read_int(vision, "depth", "num_hidden_layers", default=0) or 0
+    inter = read_int(vision, "intermediate_size", default=4 * hidden) or 4 * hidden
+    patch = read_int(vision, "patch_size", default=14) or 14
+    temporal = read_int(vision, "temporal_patch_size", default=1) or 1
+    channels = read_int(vision, "in_channels", "num_channels", default=3) or 3
+    merge = read_int(vision, "spatial_merge_size", default=2) or 2
+    out_hidden = read_int(vision, "out_hidden_size", default=text_hidden) or text_hidden
+    positions = read_int(vision, "num_position_embeddings", default=2304) or 2304
     block = 4 * hidden * hidden + 4 * hidden + 2 * hidden * inter + inter + hidden + 4 * hidden
     merged = hidden * merge * merge
     merger = 2 * hidden + merged * merged + merged + merged * out_hidden + out_hidden
