@@ -7,10 +7,7 @@ or an image's files) and the host (NVML, or a named target via --gpu).
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -21,11 +18,11 @@ from imgbuild.errors import EnvironmentUnavailable, UsageError
 from imgbuild.gpus import GpuProbe
 from imgbuild.matrix import Matrix
 from imgbuild.modelinfo import HubFetcher, ModelInfo, inspect_model
-from imgbuild.sglanginstall import SglangInstall, read_installation
 from imgbuild.specs import EngineSpec
 
 if TYPE_CHECKING:
     from imgbuild.plan import PlanResult
+    from imgbuild.sglanginstall import SglangInstall
 
 ImageExporter = Callable[[str, Path], Path]
 
@@ -305,6 +302,11 @@ def _sglang_under_test(options: CheckOptions, matrix: Matrix, export_image: Imag
     if options.python:
         install = _install_of_python(options.python)
         return _from_install(install, f"python:{options.python}", matrix)
+    # Reading an installation's files is needed only for these sources: imported here.
+    import tempfile
+
+    from imgbuild.sglanginstall import read_installation
+
     if options.image:
         if export_image is None:
             raise UsageError("--image needs a Docker engine adapter")
@@ -331,6 +333,9 @@ def _install_of_current_environment() -> SglangInstall:
 
 def _install_of_python(python: str) -> SglangInstall:
     """The SGLang in another interpreter's environment: ask it for its paths, never import sglang."""
+    import json
+    import subprocess
+
     code = "import json, sys; print(json.dumps([p for p in sys.path if p]))"
     try:
         done = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=30, check=False)
@@ -351,6 +356,8 @@ def _install_of_python(python: str) -> SglangInstall:
 
 
 def _install_in_dirs(paths: list[Path], where: str, *, hint_python: bool) -> SglangInstall:
+    from imgbuild.sglanginstall import read_installation
+
     for path in paths:
         if path.is_dir():
             install = read_installation(path)

@@ -11,6 +11,8 @@ Nothing here runs at import time; the file is read by ``load_matrix``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -18,8 +20,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import yaml
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from imgbuild.errors import MatrixError, UsageError
@@ -33,7 +33,6 @@ from imgbuild.specs import (
 )
 
 DEFAULT_MATRIX_PATH = Path(__file__).resolve().parent.parent / "matrix.yaml"
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _GPU_COUNT_SUFFIX = re.compile(r"^(?P<name>.+?)\s*[x×*]\s*(?P<count>\d+)$", re.IGNORECASE)
 _GPU_COUNT_PREFIX = re.compile(r"^(?P<count>\d+)\s*[x×*]\s*(?P<name>.+)$", re.IGNORECASE)
 
@@ -119,7 +118,12 @@ def _parse_version_arg(text: str, *, what: str) -> Version:
 
 
 def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
-    """Read, validate and index a matrix file; raise MatrixError listing every problem."""
+    """Read, validate and index a matrix file; raise MatrixError listing every problem.
+
+    A valid file's parsed content is kept as JSON under the user's cache directory,
+    keyed by the file's SHA-256: JSON loads in well under a millisecond where YAML
+    takes tens, which is most of `imgbuild check`'s start-up otherwise.
+    """
     chosen = path or os.environ.get("IMGBUILD_MATRIX") or DEFAULT_MATRIX_PATH
     matrix_path = Path(chosen)
     try:
@@ -131,21 +135,53 @@ def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
         ) from None
     except OSError as exc:
         raise UsageError(f"cannot read matrix file {matrix_path}: {exc.strerror}") from exc
+    cache = _cache_path(text)
     try:
-        data = yaml.load(text, Loader=_Loader)
+        data = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = _parse_yaml(text, matrix_path)
+        matrix = build_matrix(data, path=matrix_path, text=text)
+        _write_cache(cache, data)
+        return matrix
+    # Only content that validated is cached, so the costlier specifier checks can be skipped.
+    return build_matrix(data, path=matrix_path, text=text, validated=True)
+
+
+def _cache_path(text: str) -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return Path(base) / "imgbuild" / "matrix" / f"{digest}.json"
+
+
+def _write_cache(cache: Path, data: Any) -> None:
+    """Best effort: a read-only home only costs the speed-up."""
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, cache)
+    except (OSError, TypeError, ValueError):
+        pass
+
+
+def _parse_yaml(text: str, matrix_path: Path) -> Any:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{matrix_path}:{mark.line + 1}" if mark else str(matrix_path)
         problem = getattr(exc, "problem", None) or str(exc)
         raise MatrixError([f"{where}: not valid YAML: {problem}"]) from None
-    return build_matrix(data, path=matrix_path, text=text)
 
 
-def build_matrix(data: Any, *, path: Path, text: str | None = None) -> Matrix:
+def build_matrix(data: Any, *, path: Path, text: str | None = None, validated: bool = False) -> Matrix:
     problems: list[tuple[tuple[Any, ...], str]] = []
     if not isinstance(data, dict):
         raise MatrixError([f"{path}:1: the matrix must be a mapping of sections"])
-    checker = _Checker(problems)
+    checker = _Checker(problems, check_specifiers=not validated)
     cuda = checker.cuda(data.get("cuda", []))
     gpus = checker.gpus(data.get("gpus", []))
     features = checker.features(data.get("features", []))
@@ -174,8 +210,19 @@ def build_matrix(data: Any, *, path: Path, text: str | None = None) -> Matrix:
 class _Checker:
     """Turns raw sections into specs, collecting (path, message) problems."""
 
-    def __init__(self, problems: list[tuple[tuple[Any, ...], str]]) -> None:
+    def __init__(self, problems: list[tuple[tuple[Any, ...], str]], *, check_specifiers: bool = True) -> None:
         self.problems = problems
+        self.check_specifiers = check_specifiers
+
+    def specifier(self, where: tuple[Any, ...], value: str) -> None:
+        if not self.check_specifiers:
+            return
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        try:
+            SpecifierSet(value)
+        except InvalidSpecifier:
+            self.problem(where, f"{value!r} is not a version specifier")
 
     def problem(self, where: tuple[Any, ...], message: str) -> None:
         self.problems.append((where, message))
@@ -315,19 +362,13 @@ class _Checker:
             version = self.version(where, row, "version")
             requires_python = self.text(where, row, "requires_python", required=False) or ""
             if requires_python:
-                try:
-                    SpecifierSet(requires_python)
-                except InvalidSpecifier:
-                    self.problem(where + ("requires_python",), f"{requires_python!r} is not a version specifier")
+                self.specifier(where + ("requires_python",), requires_python)
             pins = row.get("pins") or {}
             if not isinstance(pins, dict):
                 self.problem(where + ("pins",), "must map package names to specifiers")
                 pins = {}
             for name, spec in pins.items():
-                try:
-                    SpecifierSet(str(spec))
-                except InvalidSpecifier:
-                    self.problem(where + ("pins", name), f"{spec!r} is not a version specifier")
+                self.specifier(where + ("pins", name), str(spec))
             cuda = row.get("cuda")
             if cuda is not None and str(cuda) not in cuda_versions:
                 self.problem(where + ("cuda",), f"{cuda!r} is not in cuda: (add a row for it)")
@@ -363,10 +404,12 @@ def format_path(where: tuple[Any, ...]) -> str:
 
 def _locate(problems: list[tuple[tuple[Any, ...], str]], path: Path, text: str | None) -> list[str]:
     """Prefix each problem with file:line, found by composing the YAML node tree (errors only)."""
+    import yaml
+
     root = None
     if text is not None:
         try:
-            root = yaml.compose(text, Loader=_Loader)
+            root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError:
             root = None
     out = []
@@ -378,6 +421,8 @@ def _locate(problems: list[tuple[tuple[Any, ...], str]], path: Path, text: str |
 
 
 def _line_of(node: Any, where: tuple[Any, ...]) -> int | None:
+    import yaml
+
     best = None
     for part in where:
         if node is None:
