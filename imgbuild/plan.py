@@ -385,16 +385,13 @@ def _more_gpus(base: MemoryInputs, gpus: GpuView) -> list[tuple[tuple[str, ...],
     return out
 
 
-def suggest_changes(base: MemoryInputs, plan: MemoryPlan, gpus: GpuView, *, limit: int = 6) -> tuple[Suggestion, ...]:
-    """Re-plan candidate changes (alone and in pairs) and rank those that fit by cost.
+_Start = tuple[tuple[str, ...], list[str], int, MemoryInputs]  # (flags, descriptions, cost, inputs)
 
-    A refusal first needs the change SGLang's error asks for; where it offers two (the radix
-    cache rule of 0.5.10-0.5.13: --disable-radix-cache, or --mamba-scheduler-strategy
-    extra_buffer), both are searched.
-    """
-    if plan.fits:
-        return ()
-    starts: list[tuple[tuple[str, ...], list[str], int, MemoryInputs]] = [((), [], 0, base)]
+
+def _starts(base: MemoryInputs, plan: MemoryPlan) -> list[_Start]:
+    """Where the search starts: the user's flags, or, after a refusal, the change SGLang's
+    error asks for (both of them for the radix cache rule of 0.5.10-0.5.13)."""
+    starts: list[_Start] = [((), [], 0, base)]
     if plan.refusal and "context_length" in plan.refusal:
         ctx = base.geometry.max_position_embeddings
         starts = [(("--context-length", str(ctx)), ["the model's context length"], COST_CONTEXT,
@@ -408,67 +405,102 @@ def suggest_changes(base: MemoryInputs, plan: MemoryPlan, gpus: GpuView, *, limi
              desc0 + ["radix cache kept with extra_buffer state tracking (needs SGLANG_ENABLE_SPEC_V2=1, the default)"],
              cost0 + COST_MFS, replace(inp0, mamba_strategy="extra_buffer")),
         ]
-    found: dict[tuple[str, ...], Suggestion] = {}
-    best_misses: list[Suggestion] = []
-    # what the user's flags ask for (SGLang's own default of 48 with EAGLE-family speculation)
-    wanted = base.max_running_requests or (48 if base.speculative_algorithm and base.speculative_algorithm != "NGRAM" else None)
+    return starts
 
-    for pre_flags, pre_desc, pre_cost, start in starts:
+
+class _Candidates:
+    """Every change re-planned so far: the cheapest of each flag set that fits, and the misses."""
+
+    def __init__(self, base: MemoryInputs) -> None:
+        self.found: dict[tuple[str, ...], Suggestion] = {}
+        self.misses: list[Suggestion] = []
+        # what the user's flags ask for (SGLang's own default of 48 with EAGLE-family speculation)
+        self.wanted = base.max_running_requests or (
+            48 if base.speculative_algorithm and base.speculative_algorithm != "NGRAM" else None
+        )
+
+    def consider(self, pre: _Start, flags: tuple[str, ...], desc: list[str], cost: int, inp: MemoryInputs,
+                 gpu_arg: str | None = None) -> bool:
+        """Re-plan one change on top of the start; True when it fits."""
+        pre_flags, pre_desc, pre_cost, _ = pre
+        p = plan_memory(inp)
+        # a launch that starts but serves few requests at once costs throughput: rank it lower
+        asked = inp.max_running_requests or self.wanted
+        penalty = 0
+        if asked and p.max_running_requests < asked:
+            penalty = 1 if p.max_running_requests * 2 >= asked else 2 if p.max_running_requests >= 8 else 4
+            desc = desc + [f"only {p.max_running_requests} requests at once"]
+        s = Suggestion(pre_flags + flags, "; ".join(pre_desc + desc), pre_cost + cost + penalty, p.verdict,
+                       p.kv_tokens, p.max_running_requests, gpu_arg)
+        if p.fits:
+            key = tuple(sorted(s.flags))
+            if key not in self.found or self.found[key].cost > s.cost:
+                self.found[key] = s
+            return True
+        self.misses.append(s)
+        return False
+
+    def expand(self, pre: _Start, combo: tuple[_Move, ...], idx: int, inp: MemoryInputs, flags: tuple[str, ...],
+               desc: list[str], cost: int) -> bool:
+        """Apply the moves of combo from idx on: a ladder move tries its values in order and
+        keeps the first that fits."""
+        if idx == len(combo):
+            return self.consider(pre, flags, desc, cost, inp)
+        move = combo[idx]
+        for mflags, mdesc, minp in move.options(inp):
+            if self.expand(pre, combo, idx + 1, minp, flags + mflags, desc + [mdesc], cost + move.cost):
+                return True
+        return False
+
+    def search(self, pre: _Start, gpus: GpuView) -> None:
+        """From one start: the start itself, each move and each pair of moves, then more GPUs
+        (with a cheap knob where more GPUs alone miss)."""
+        pre_flags, _, _, start = pre
         start_plan = plan_memory(start)
         if start_plan.refusal:
-            continue
+            return
         moves = [m for m in _moves(start, start_plan, gpus) if not (pre_flags and m.name == "radix")]
-
-        def consider(flags: tuple[str, ...], desc: list[str], cost: int, inp: MemoryInputs, gpu_arg: str | None = None) -> bool:
-            p = plan_memory(inp)
-            # a launch that starts but serves few requests at once costs throughput: rank it lower
-            asked = inp.max_running_requests or wanted
-            penalty = 0
-            if asked and p.max_running_requests < asked:
-                penalty = 1 if p.max_running_requests * 2 >= asked else 2 if p.max_running_requests >= 8 else 4
-                desc = desc + [f"only {p.max_running_requests} requests at once"]
-            s = Suggestion(pre_flags + flags, "; ".join(pre_desc + desc), pre_cost + cost + penalty, p.verdict,
-                           p.kv_tokens, p.max_running_requests, gpu_arg)
-            if p.fits:
-                key = tuple(sorted(s.flags))
-                if key not in found or found[key].cost > s.cost:
-                    found[key] = s
-                return True
-            best_misses.append(s)
-            return False
-
         if pre_flags:
-            consider((), [], 0, start)
+            self.consider(pre, (), [], 0, start)
         for size in (1, 2):
             for combo in itertools.combinations(moves, size):
-                # a ladder move tries its values in order and keeps the first that fits
-                def expand(idx: int, inp: MemoryInputs, flags: tuple[str, ...], desc: list[str], cost: int) -> bool:
-                    if idx == len(combo):
-                        return consider(flags, desc, cost, inp)
-                    move = combo[idx]
-                    for mflags, mdesc, minp in move.options(inp):
-                        if expand(idx + 1, minp, flags + mflags, desc + [mdesc], cost + move.cost):
-                            return True
-                    return False
-
-                expand(0, start, (), [], 0)
+                self.expand(pre, combo, 0, start, (), [], 0)
         for flags, desc, inp, gpu_arg in _more_gpus(start, gpus):
-            if not consider(flags, [desc], COST_MORE_GPUS, inp, gpu_arg):
+            if not self.consider(pre, flags, [desc], COST_MORE_GPUS, inp, gpu_arg):
                 for move in moves:
                     if move.name in ("mfs", "mrr", "ssm"):
-                        if any(consider(flags + mf, [desc, md], COST_MORE_GPUS + move.cost, mi, gpu_arg)
+                        if any(self.consider(pre, flags + mf, [desc, md], COST_MORE_GPUS + move.cost, mi, gpu_arg)
                                for mf, md, mi in move.options(inp)):
                             break
-    ranked = sorted(found.values(), key=lambda s: (s.cost, len(s.flags), -s.kv_tokens))
-    # a change that already fits makes every superset of it a worse offer
-    kept: list[Suggestion] = []
-    for s in ranked:
-        if not any(set(k.flags) < set(s.flags) and k.gpu == s.gpu for k in kept):
-            kept.append(s)
-    if kept:
-        return tuple(kept[:limit])
-    misses = sorted(best_misses, key=lambda s: (-s.kv_tokens, s.cost))
-    return tuple(misses[:3])
+
+    def ranked(self, limit: int) -> tuple[Suggestion, ...]:
+        """The changes that fit, cheapest first, without supersets of a cheaper fit; else the
+        closest misses."""
+        ranked = sorted(self.found.values(), key=lambda s: (s.cost, len(s.flags), -s.kv_tokens))
+        # a change that already fits makes every superset of it a worse offer
+        kept: list[Suggestion] = []
+        for s in ranked:
+            if not any(set(k.flags) < set(s.flags) and k.gpu == s.gpu for k in kept):
+                kept.append(s)
+        if kept:
+            return tuple(kept[:limit])
+        misses = sorted(self.misses, key=lambda s: (-s.kv_tokens, s.cost))
+        return tuple(misses[:3])
+
+
+def suggest_changes(base: MemoryInputs, plan: MemoryPlan, gpus: GpuView, *, limit: int = 6) -> tuple[Suggestion, ...]:
+    """Re-plan candidate changes (alone and in pairs) and rank those that fit by cost.
+
+    A refusal first needs the change SGLang's error asks for; where it offers two (the radix
+    cache rule of 0.5.10-0.5.13: --disable-radix-cache, or --mamba-scheduler-strategy
+    extra_buffer), both are searched.
+    """
+    if plan.fits:
+        return ()
+    candidates = _Candidates(base)
+    for start in _starts(base, plan):
+        candidates.search(start, gpus)
+    return candidates.ranked(limit)
 
 
 # ----------------------------------------------------------------------------- the flow
@@ -545,79 +577,83 @@ def plan_launch(options: PlanOptions, *, matrix: Any, probe: Any = None, hub: An
     )
 
 
-def plan_lines(result: PlanResult) -> list[str]:
-    """The per-GPU table, lines named as SGLang's log names them. Text only: cli.py prints it."""
+_LABEL_WIDTH = 64
+
+
+def _row(label: str, value: str) -> str:
+    return f"  {label:<{_LABEL_WIDTH}} {value:>14}"
+
+
+def _budget_rows(result: PlanResult) -> list[str]:
+    """The per-GPU budget, in the order SGLang logs it: F0, weights, pools, draft, headroom."""
     p = result.plan
-    out: list[str] = []
-    out.append(
-        f"SGLang {result.sglang} ({result.sglang_source}) · {result.architecture} · "
-        f"{result.gpu_count} x {result.gpu_name} ({result.gpu_source}) · SGLang rules {p.rules.era_label}"
-    )
-    out.append(f"flags: {' '.join(result.launch_flags) or '(none)'}")
-    out.append("")
-    width = 64
-
-    def row(label: str, value: str) -> None:
-        out.append(f"  {label:<{width}} {value:>14}")
-
-    row("per GPU", "GiB")
-    row("memory.total (nvidia-smi)", f"{result.gpu_total_mib / 1024:.2f}")
-    if result.gpu_source == "--gpu":
-        row("- CUDA context + NCCL (imgbuild allowance, from real logs)", f"-{result.allowance_gib:.2f}")
-    else:
-        row("NVML memory free now (smallest of the GPUs the launch uses)", f"{p.free_before_load_gib + result.allowance_gib:.2f}")
-        row("- CUDA context + NCCL (imgbuild allowance, from real logs)", f"-{result.allowance_gib:.2f}")
-    row("Load weight begin. avail mem  (F0)", f"{p.free_before_load_gib:.2f}")
-    row("Load weight end. mem usage  (target weights)", f"{p.weights_gib:.2f}")
-    row("Load weight end. avail mem", f"{p.avail_after_load_gib:.2f}")
+    rows = [_row("per GPU", "GiB"), _row("memory.total (nvidia-smi)", f"{result.gpu_total_mib / 1024:.2f}")]
+    if result.gpu_source != "--gpu":
+        rows.append(_row("NVML memory free now (smallest of the GPUs the launch uses)", f"{p.free_before_load_gib + result.allowance_gib:.2f}"))
+    rows.append(_row("- CUDA context + NCCL (imgbuild allowance, from real logs)", f"-{result.allowance_gib:.2f}"))
+    rows.append(_row("Load weight begin. avail mem  (F0)", f"{p.free_before_load_gib:.2f}"))
+    rows.append(_row("Load weight end. mem usage  (target weights)", f"{p.weights_gib:.2f}"))
+    rows.append(_row("Load weight end. avail mem", f"{p.avail_after_load_gib:.2f}"))
     origin = "default formula" if p.mem_fraction_static_default else "--mem-fraction-static"
-    row(f"mem_fraction_static ({origin})", f"{p.mem_fraction_static:.3f}")
-    row("F0 x (1 - mfs): kept back for activations, graphs" + (", draft" if p.speculative_algorithm else ""), f"{p.slack_gib:.2f}")
+    rows.append(_row(f"mem_fraction_static ({origin})", f"{p.mem_fraction_static:.3f}"))
+    rows.append(_row("F0 x (1 - mfs): kept back for activations, graphs" + (", draft" if p.speculative_algorithm else ""), f"{p.slack_gib:.2f}"))
     if p.rules.draft_weights_before_kv and p.draft_weights_gib:
-        row("draft weights + its embed/head copy (loaded before the KV pool is sized)", f"{p.draft_weights_gib + p.draft_transient_gib:.2f}")
-    row("rest for pools = avail - F0 x (1 - mfs)", f"{p.rest_before_state_gib:.2f}")
+        rows.append(_row("draft weights + its embed/head copy (loaded before the KV pool is sized)", f"{p.draft_weights_gib + p.draft_transient_gib:.2f}"))
+    rows.append(_row("rest for pools = avail - F0 x (1 - mfs)", f"{p.rest_before_state_gib:.2f}"))
     if p.mamba_per_request_bytes:
         if p.spec_intermediate_gib:
-            row(
+            rows.append(_row(
                 f"speculative intermediate states ({p.speculative_num_draft_tokens} tokens/request)",
                 f"{p.spec_intermediate_gib:.2f}",
-            )
-        row(
-            f"Mamba Cache is allocated. max_mamba_cache_size: {p.mamba_slots}",
-            f"{p.state_gib:.2f}",
-        )
-        row(f"  conv_state size / ssm_state size ({p.mamba_per_request_bytes / 2**20:.1f} MiB/request)", f"{p.mamba_conv_gib:.2f} / {p.mamba_ssm_gib:.2f}")
-    row(f"KV Cache is allocated. #tokens: {p.kv_tokens}  ({p.kv_cell_bytes} B/token)", f"{p.k_size_gib + p.v_size_gib:.2f}")
-    row("  K size / V size", f"{p.k_size_gib:.2f} / {p.v_size_gib:.2f}")
-    row("Memory pool end. avail mem", f"{p.memory_pool_end_avail_gib:.2f}")
+            ))
+        rows.append(_row(f"Mamba Cache is allocated. max_mamba_cache_size: {p.mamba_slots}", f"{p.state_gib:.2f}"))
+        rows.append(_row(f"  conv_state size / ssm_state size ({p.mamba_per_request_bytes / 2**20:.1f} MiB/request)", f"{p.mamba_conv_gib:.2f} / {p.mamba_ssm_gib:.2f}"))
+    rows.append(_row(f"KV Cache is allocated. #tokens: {p.kv_tokens}  ({p.kv_cell_bytes} B/token)", f"{p.k_size_gib + p.v_size_gib:.2f}"))
+    rows.append(_row("  K size / V size", f"{p.k_size_gib:.2f} / {p.v_size_gib:.2f}"))
+    rows.append(_row("Memory pool end. avail mem", f"{p.memory_pool_end_avail_gib:.2f}"))
     if p.draft_weights_gib:
         when = "counted above" if p.rules.draft_weights_before_kv else "loads after the pools"
-        row(f"draft (MTP) weights, {when}", f"{p.draft_weights_gib:.2f}")
-        row("draft KV pool (same #tokens, its own layers)", f"{p.draft_kv_gib:.2f}")
+        rows.append(_row(f"draft (MTP) weights, {when}", f"{p.draft_weights_gib:.2f}"))
+        rows.append(_row("draft KV pool (same #tokens, its own layers)", f"{p.draft_kv_gib:.2f}"))
         if p.draft_transient_gib:
-            row("draft's own embed + lm_head copy while it loads (transient)", f"{p.draft_transient_gib:.2f}")
-    row("activations + CUDA graphs + late loads (imgbuild estimate)", f"{p.runtime_need_gib:.2f}")
-    out.append(
+            rows.append(_row("draft's own embed + lm_head copy while it loads (transient)", f"{p.draft_transient_gib:.2f}"))
+    rows.append(_row("activations + CUDA graphs + late loads (imgbuild estimate)", f"{p.runtime_need_gib:.2f}"))
+    rows.append(
         f"  max_total_num_tokens={p.kv_tokens}, chunked_prefill_size={p.chunked_prefill_size}, "
         f"max_running_requests={p.max_running_requests}, context_len={p.context_length}, "
         f"cuda_graph_max_bs={p.cuda_graph_max_bs}, radix_cache={'on' if p.radix_cache else 'off'}"
     )
-    out.append("")
-    out.append(f"verdict: {result.verdict}")
-    for problem in result.problems:
-        out.append(f"  - {problem}")
-    for note in result.notes + p.notes:
-        out.append(f"  note: {note}")
-    if result.suggestions:
-        fitting = any(s.verdict == "fits" for s in result.suggestions)
-        out.append("")
-        out.append("changes that fit, cheapest first:" if fitting else "no single or paired change fits; closest:")
-        for s in result.suggestions:
-            gpu = f"  (--gpu '{s.gpu}')" if s.gpu else ""
-            out.append(
-                f"  {' '.join(s.flags):<58} {s.verdict:<13} #tokens {s.kv_tokens:>8}  "
-                f"max_running_requests {s.max_running_requests}{gpu}  [{s.description}]"
-            )
-    out.append("")
-    out.append(result.explanation())
+    return rows
+
+
+def _suggestion_lines(result: PlanResult) -> list[str]:
+    """The changes that fit (or the closest misses), one a line."""
+    if not result.suggestions:
+        return []
+    fitting = any(s.verdict == "fits" for s in result.suggestions)
+    out = ["", "changes that fit, cheapest first:" if fitting else "no single or paired change fits; closest:"]
+    for s in result.suggestions:
+        gpu = f"  (--gpu '{s.gpu}')" if s.gpu else ""
+        out.append(
+            f"  {' '.join(s.flags):<58} {s.verdict:<13} #tokens {s.kv_tokens:>8}  "
+            f"max_running_requests {s.max_running_requests}{gpu}  [{s.description}]"
+        )
+    return out
+
+
+def plan_lines(result: PlanResult) -> list[str]:
+    """The per-GPU table, lines named as SGLang's log names them. Text only: cli.py prints it."""
+    p = result.plan
+    out = [
+        f"SGLang {result.sglang} ({result.sglang_source}) · {result.architecture} · "
+        f"{result.gpu_count} x {result.gpu_name} ({result.gpu_source}) · SGLang rules {p.rules.era_label}",
+        f"flags: {' '.join(result.launch_flags) or '(none)'}",
+        "",
+    ]
+    out += _budget_rows(result)
+    out += ["", f"verdict: {result.verdict}"]
+    out += [f"  - {problem}" for problem in result.problems]
+    out += [f"  note: {note}" for note in result.notes + p.notes]
+    out += _suggestion_lines(result)
+    out += ["", result.explanation()]
     return out
