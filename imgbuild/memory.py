@@ -910,13 +910,31 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     )
 
 
+# split_weights for one geometry and parallel layout, by the geometry's identity: suggestions
+# and benchmarks re-plan the same model thousands of times with other flags. The entry holds
+# the geometry itself, so its id cannot be reused while the entry lives.
+_WEIGHTS_CACHE: dict[tuple[int, int, int, int, int], tuple[ModelGeometry, WeightSplit, float]] = {}
+
+
+def _target_weights(g: ModelGeometry, tp: int, pp: int, vision_tp: int, attn_tp: int) -> tuple[WeightSplit, float]:
+    """(the parameter split, the target's "Load weight end ... mem usage" in GiB) per GPU."""
+    key = (id(g), tp, pp, vision_tp, attn_tp)
+    hit = _WEIGHTS_CACHE.get(key)
+    if hit is not None and hit[0] is g:
+        return hit[1], hit[2]
+    split = split_weights(g, tp=tp, pp=pp, vision_tp=vision_tp, attn_tp=attn_tp)
+    weights_gib = weights_per_gpu_bytes(g, split, tp=tp) / GIB + LOAD_OVERHEAD_GIB
+    if len(_WEIGHTS_CACHE) >= 256:
+        _WEIGHTS_CACHE.clear()
+    _WEIGHTS_CACHE[key] = (g, split, weights_gib)
+    return split, weights_gib
+
+
 def _weights(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tuple[float, float, float]:
     """Phase 2, target and draft weights, GiB per GPU: (target, draft, draft's transient
     embedding/head copy). model_runner.py load_model; models/qwen3_5_mtp.py for the draft."""
     g, tp = inp.geometry, inp.tp_size
-    attn_tp = inp.attn_tp_size or tp
-    split = split_weights(g, tp=tp, pp=inp.pp_size, vision_tp=1 if inp.mm_enable_dp_encoder else tp, attn_tp=attn_tp)
-    weights_gib = weights_per_gpu_bytes(g, split, tp=tp) / GIB + LOAD_OVERHEAD_GIB
+    split, weights_gib = _target_weights(g, tp, inp.pp_size, 1 if inp.mm_enable_dp_encoder else tp, inp.attn_tp_size or tp)
     draft_weights_gib = 0.0
     draft_transient_gib = 0.0
     if algo is not None and algo != "NGRAM":

@@ -331,3 +331,33 @@ def test_data_modules_import_no_adapter_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "config_path",
+    [pytest.param(QWEN36 / "config.json", id="qwen3.6-27b")]
+    + [pytest.param(path, id=path.parent.name) for path in sorted(MODELS.glob("*/config.json"))],
+)
+def test_geometry_reads_layers_and_quantization_as_modelinfo_does(config_path: Path) -> None:
+    from imgbuild.modelinfo import describe_model
+
+    config = json.loads(config_path.read_text())
+    geometry = geometry_from_config(config)
+    info = describe_model(config, None, source=str(config_path))
+    seen = (geometry.full_attention_layers, geometry.linear_attention_layers, geometry.mtp_layers,
+            geometry.quantization, geometry.sliding_window)
+    assert seen == (info.full_attention_layers, info.linear_attention_layers, info.mtp_layers,
+                    info.quantization, info.sliding_window)
+
+
+def test_replanning_reuses_the_weight_split_only_for_the_same_geometry() -> None:
+    from dataclasses import replace
+
+    g = load_geometry(QWEN36)
+    inp = MemoryInputs(rules_for("0.5.11"), g, tp_size=2, gpu_total_mib=49140, free_before_load_gib=46.8)
+    first, again = plan_memory(inp), plan_memory(inp)
+    assert again == first
+    # a geometry that differs (a new object, equal or not) gets its own split
+    fewer_layers = replace(g, num_layers=g.num_layers - 4, linear_attention_layers=g.linear_attention_layers - 4)
+    assert plan_memory(replace(inp, geometry=fewer_layers)).weights_gib < first.weights_gib
+    assert plan_memory(replace(inp, geometry=replace(g))) == first

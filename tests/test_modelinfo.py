@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from imgbuild.errors import UsageError
-from imgbuild.modelinfo import inspect_model, split_hub_id
+from imgbuild.modelinfo import (
+    attention_layer_counts,
+    inspect_model,
+    moe_layer_count,
+    quant_method,
+    read_int,
+    sliding_window,
+    split_hub_id,
+)
 
 SEED_MODEL = Path(__file__).resolve().parent.parent / "examples" / "qwen3.6-27b"
 
@@ -131,3 +139,68 @@ def test_index_metadata_wins_over_shapes(tmp_path: Path) -> None:
 )
 def test_split_hub_id(text: str, expected: tuple[str, str] | None) -> None:
     assert split_hub_id(text) == expected
+
+
+# ----------------------------------------------------------------------------- shared config readers
+# imgbuild.memory.geometry_from_config reads config.json through these too.
+
+GDN_SHAPES = {"linear_num_value_heads": 32, "linear_key_head_dim": 128}
+
+
+@pytest.mark.parametrize(
+    ("text", "layers", "architecture", "expected"),
+    [
+        pytest.param({"layer_types": ["linear_attention"] * 3 + ["full_attention", "linear_attention", "full_attention"]},
+                     4, "", (1, 3), id="layer-types-read-up-to-num-hidden-layers"),
+        pytest.param({"layer_types": ["mamba", "full_attention", "gated_deltanet", "full_attention"]},
+                     4, "", (2, 2), id="mamba-and-gated-deltanet-are-linear"),
+        pytest.param({"layer_types": ["full_attention"] * 3}, 4, "", (4, 0), id="layer-types-without-linear-layers"),
+        pytest.param({"full_attention_interval": 4}, 48, "Qwen3NextForCausalLM", (12, 36), id="interval-for-a-known-hybrid"),
+        pytest.param({"full_attention_interval": 4, **GDN_SHAPES}, 10, "", (2, 8), id="interval-from-linear-shapes"),
+        pytest.param({"full_attention_interval": 4}, 32, "LlamaForCausalLM", (32, 0), id="interval-ignored-without-linear-layers"),
+    ],
+)
+def test_attention_layer_counts(text: dict, layers: int, architecture: str, expected: tuple[int, int]) -> None:
+    assert attention_layer_counts(text, layers, architecture=architecture) == expected
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        pytest.param({"quantization_config": {"quant_method": "FP8"}}, "fp8", id="lower-cased"),
+        pytest.param({"quantization_config": {"quant_algo": "FP8"}}, "fp8", id="modelopt-quant-algo"),
+        pytest.param({"compression_config": {"format": "float-quantized"}}, "float-quantized", id="compression-config"),
+        pytest.param({"quantization_config": {}}, None, id="empty"),
+        pytest.param({}, None, id="none"),
+    ],
+)
+def test_quant_method(config: dict, expected: str | None) -> None:
+    assert quant_method(config) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param({"sliding_window": 4096}, 4096, id="on-by-default"),
+        pytest.param({"sliding_window": 32768, "use_sliding_window": False}, None, id="turned-off"),
+        pytest.param({"sliding_window": 512, "use_sliding_window": False, "layer_types": ["sliding_attention", "full_attention"]},
+                     512, id="sliding-layers-named"),
+        pytest.param({"sliding_window": None}, None, id="absent"),
+    ],
+)
+def test_sliding_window(text: dict, expected: int | None) -> None:
+    assert sliding_window(text) == expected
+
+
+def test_read_int_skips_booleans_and_falls_back_to_default() -> None:
+    cfg = {"a": True, "b": 7.0, "c": "8"}
+    assert read_int(cfg, "a", "b") == 7
+    assert read_int(cfg, "c") is None
+    assert read_int(cfg, "c", default=0) == 0
+
+
+def test_moe_layer_count_follows_the_sparse_step_and_dense_layers() -> None:
+    text = {"num_experts": 8, "decoder_sparse_step": 2, "mlp_only_layers": [3], "first_k_dense_replace": 1}
+    # layers 1, 3, 5, 7 are on the stride; 3 is MLP-only
+    assert moe_layer_count(text, 8) == 3
+    assert moe_layer_count({"num_experts": 0}, 8) == 0
