@@ -193,6 +193,33 @@ PIECEWISE_DISABLED_ARCHS = frozenset(
 )
 
 
+def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int) -> VisionGeometry | None:
+    """The vision tower: Qwen3-VL's blocks when SGLang builds it from them (models/qwen3_vl.py),
+    else only what adjust_mem_fraction_for_vlm reads (server_args.py)."""
+    if not isinstance(vision_cfg, dict):
+        return None
+    if model_type in _QWEN3_VL_VISION or str(vision_cfg.get("model_type", "")).startswith(("qwen3", "qwen3_5")):
+        return VisionGeometry(
+            kind="qwen3-vl",
+            depth=read_int(vision_cfg, "depth", "num_hidden_layers", default=0),
+            hidden_size=read_int(vision_cfg, "hidden_size", default=0),
+            intermediate_size=read_int(vision_cfg, "intermediate_size", default=0),
+            out_hidden_size=read_int(vision_cfg, "out_hidden_size", default=text_hidden),
+            patch_size=read_int(vision_cfg, "patch_size", default=16),
+            temporal_patch_size=read_int(vision_cfg, "temporal_patch_size", default=2),
+            in_channels=read_int(vision_cfg, "in_channels", default=3),
+            spatial_merge_size=read_int(vision_cfg, "spatial_merge_size", default=2),
+            num_position_embeddings=read_int(vision_cfg, "num_position_embeddings", default=2304),
+            deepstack_layers=len(vision_cfg.get("deepstack_visual_indexes") or []),
+            num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
+        )
+    return VisionGeometry(
+        kind="opaque",
+        hidden_size=read_int(vision_cfg, "hidden_size", default=0),
+        num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
+    )
+
+
 def geometry_from_config(
     config: dict[str, Any],
     *,
@@ -223,30 +250,7 @@ def geometry_from_config(
     shared_inter = shared_expert_intermediate(text, moe_inter)
     moe_layers = moe_layer_count(text, layers)
     mtp = mtp_layer_count(text)
-    vision_cfg = config.get("vision_config")
-    vision: VisionGeometry | None = None
-    if isinstance(vision_cfg, dict):
-        if model_type in _QWEN3_VL_VISION or str(vision_cfg.get("model_type", "")).startswith(("qwen3", "qwen3_5")):
-            vision = VisionGeometry(
-                kind="qwen3-vl",
-                depth=read_int(vision_cfg, "depth", "num_hidden_layers", default=0),
-                hidden_size=read_int(vision_cfg, "hidden_size", default=0),
-                intermediate_size=read_int(vision_cfg, "intermediate_size", default=0),
-                out_hidden_size=read_int(vision_cfg, "out_hidden_size", default=hidden),
-                patch_size=read_int(vision_cfg, "patch_size", default=16),
-                temporal_patch_size=read_int(vision_cfg, "temporal_patch_size", default=2),
-                in_channels=read_int(vision_cfg, "in_channels", default=3),
-                spatial_merge_size=read_int(vision_cfg, "spatial_merge_size", default=2),
-                num_position_embeddings=read_int(vision_cfg, "num_position_embeddings", default=2304),
-                deepstack_layers=len(vision_cfg.get("deepstack_visual_indexes") or []),
-                num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
-            )
-        else:
-            vision = VisionGeometry(
-                kind="opaque",
-                hidden_size=read_int(vision_cfg, "hidden_size", default=0),
-                num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
-            )
+    vision = _vision_geometry(config.get("vision_config"), model_type=model_type, text_hidden=hidden)
 
     return ModelGeometry(
         architecture=arch,
