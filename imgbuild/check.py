@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Callable
 from packaging.version import InvalidVersion, Version
 
 from imgbuild.errors import EnvironmentUnavailable, UsageError
-from imgbuild.gpus import GpuProbe
 from imgbuild.matrix import Matrix
 from imgbuild.modelinfo import HubFetcher, ModelInfo, inspect_model
 from imgbuild.specs import EngineSpec
 
 if TYPE_CHECKING:
+    from imgbuild.gpus import GpuProbe
     from imgbuild.plan import PlanResult
     from imgbuild.sglanginstall import SglangInstall
 

@@ -9,7 +9,6 @@ the repository does not have, so a second look needs no network.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -99,6 +98,8 @@ class HubClient:
 
     @staticmethod
     def _store(path: Path, data: bytes) -> None:
+        import tempfile
+
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
         with os.fdopen(fd, "wb") as out:

@@ -2,7 +2,10 @@
 """Benchmark: cold wall time of `imgbuild check` beside `python -c pass`, measured in one run.
 
 Each command is started as a new process (cold interpreter, warm OS file cache),
-repeated; the median is printed with the ratio. Target: check under 3x python.
+repeated; the median is printed with the ratio to the venv's own `python -c pass`
+(the fair baseline: same interpreter, same site-packages). `python3` on PATH is
+printed too; where it is a pyenv shim it is a shell script and much slower.
+Target: check under 3x python.
 Usage: .venv/bin/python scripts/bench_check.py [--runs N]
 """
 
@@ -34,18 +37,19 @@ def main() -> None:
     imgbuild = str(Path(sys.executable).with_name("imgbuild"))
     model = str(ROOT / "examples" / "qwen3.6-27b")
     cases = {
-        "python -c pass": [sys.executable, "-c", "pass"],
+        "python -c pass (this venv)": [sys.executable, "-c", "pass"],
+        "python3 -c pass (PATH)": ["python3", "-c", "pass"],
         "imgbuild check (--gpu)": [imgbuild, "check", model, "--sglang", "0.5.11", "--gpu", "RTX A6000x2"],
         "imgbuild check (live NVML)": [imgbuild, "check", model, "--sglang", "0.5.11"],
         "imgbuild plan (--gpu)": [imgbuild, "plan", model, "--gpu", "RTX A6000x2", "--sglang", "0.5.11", "--",
                                   "--tp", "2", "--disable-radix-cache"],
     }
     base = None
-    print(f"{'command':<28}{'median s':>10}{'x python':>10}   ({args.runs} runs each)")
+    print(f"{'command':<28}{'median s':>10}{'x venv python':>15}   ({args.runs} runs each)")
     for name, cmd in cases.items():
         median = wall_s(cmd, args.runs)
         base = base or median
-        print(f"{name:<28}{median:>10.3f}{median / base:>10.2f}")
+        print(f"{name:<28}{median:>10.3f}{median / base:>15.2f}")
 
 
 if __name__ == "__main__":
