@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -31,7 +32,16 @@ from imgbuild.specs import (
     SpeculativeSpec,
 )
 
-DEFAULT_MATRIX_PATH = Path(__file__).resolve().parent.parent / "matrix.yaml"
+_CHECKOUT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def data_root() -> Path:
+    """Where matrix.yaml, dockerfiles/ and locks/ live: the checkout imgbuild runs from
+    (an editable install, as scripts/setup makes), else the copies a wheel installs
+    under <prefix>/share/imgbuild (pyproject's data-files)."""
+    if (_CHECKOUT_ROOT / "matrix.yaml").is_file():
+        return _CHECKOUT_ROOT
+    return Path(sys.prefix) / "share" / "imgbuild"
 _GPU_COUNT_SUFFIX = re.compile(r"^(?P<name>.+?)\s*[x×*]\s*(?P<count>\d+)$", re.IGNORECASE)
 _GPU_COUNT_PREFIX = re.compile(r"^(?P<count>\d+)\s*[x×*]\s*(?P<name>.+)$", re.IGNORECASE)
 
@@ -124,7 +134,7 @@ def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
     does for .pyc files): JSON loads in well under a millisecond where YAML takes
     tens, which was most of `imgbuild check`'s start-up.
     """
-    chosen = path or os.environ.get("IMGBUILD_MATRIX") or DEFAULT_MATRIX_PATH
+    chosen = path or os.environ.get("IMGBUILD_MATRIX") or data_root() / "matrix.yaml"
     matrix_path = Path(chosen)
     try:
         stat = matrix_path.stat()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from imgbuild import __version__
 from imgbuild.errors import UsageError
+from imgbuild.matrix import data_root
 from imgbuild.specs import EngineSpec
 from imgbuild.recipe import (
     BaseSpec,
@@ -30,8 +31,6 @@ from imgbuild.recipe import (
     validate_target,
 )
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_TEMPLATES_DIR = REPO_ROOT / "dockerfiles"
 # Locks are compiled for manylinux_2_34 (what SGLang 0.5.11's own wheels are
 # tagged with), so no locked wheel needs a newer glibc than this.
 LOCK_GLIBC = "2.34"
@@ -72,7 +71,7 @@ def resolve_inputs(
     bases: dict[str, BaseSpec],
     engine: EngineSpec | None,
     locks_dir: Path,
-    templates_dir: Path = DEFAULT_TEMPLATES_DIR,
+    templates_dir: Path | None = None,
 ) -> RecipeInputs:
     """The inputs of one render; UsageError for a missing lock, unknown base or old glibc."""
     validate_target(target, where=f"target {target.name}")
@@ -113,6 +112,7 @@ def resolve_inputs(
     if "--hash=sha256:" not in lock_text:
         raise UsageError(f"{lock_path}: no --hash lines", hint="a lock must be made with --generate-hashes (imgbuild lock)")
     template_name = TEMPLATES[target.kind]
+    templates_dir = templates_dir or data_root() / "dockerfiles"
     try:
         template_text = (templates_dir / template_name).read_text(encoding="utf-8")
     except FileNotFoundError:
