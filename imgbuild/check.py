@@ -159,7 +159,7 @@ def check_model(
         from imgbuild.plan import PlanOptions, plan_launch
 
         plan_options = PlanOptions(model=options.model, flags=options.flags, gpu=options.gpu, sglang=sglang.version)
-        plan = plan_launch(plan_options, matrix=matrix, probe=probe, hub=hub)
+        plan = plan_launch(plan_options, matrix=matrix, probe=probe, hub=hub, model_info=model)
         if not plan.fits:
             reasons.append(f"launch flags {plan.verdict} on {plan.gpu_count}x {plan.gpu_name}: {plan.problems[0]}"
                            if plan.problems else f"launch flags {plan.verdict}")

@@ -506,8 +506,13 @@ def suggest_changes(base: MemoryInputs, plan: MemoryPlan, gpus: GpuView, *, limi
 # ----------------------------------------------------------------------------- the flow
 
 
-def plan_launch(options: PlanOptions, *, matrix: Any, probe: Any = None, hub: Any = None) -> PlanResult:
-    """Plan one launch. UsageError for bad input; the verdict is in the result."""
+def plan_launch(
+    options: PlanOptions, *, matrix: Any, probe: Any = None, hub: Any = None, model_info: Any = None
+) -> PlanResult:
+    """Plan one launch. UsageError for bad input; the verdict is in the result.
+
+    ``model_info``: the ModelInfo of ``options.model`` when the caller (check) has already read it.
+    """
     from imgbuild.modelinfo import inspect_model
     from imgbuild.serverargs import load_server_args
 
@@ -527,7 +532,10 @@ def plan_launch(options: PlanOptions, *, matrix: Any, probe: Any = None, hub: An
     if any(f in ("--model-path", "--model") or f.startswith(("--model-path=", "--model=")) for f in flags):
         raise UsageError("pass the model as MODEL, not as --model-path among the flags")
 
-    info = inspect_model(model, hub=hub) if hub is not None else inspect_model(model)
+    if model_info is not None and model_info.source == model:
+        info = model_info
+    else:
+        info = inspect_model(model, hub=hub)
     geometry = geometry_from_config(
         info.config,
         checkpoint_bytes=info.weight_bytes,
