@@ -29,7 +29,9 @@ def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     wheel = next((tmp / "dist").glob("imgbuild-*.whl"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--prefix", str(env_dir), str(wheel)],
+    # --python installs into that environment only (with --prefix, pip would also uninstall the
+    # editable imgbuild of the environment running the tests).
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", str(wheel)],
                    check=True)
     # imgbuild's dependencies come from the test environment, after the wheel's own copy of imgbuild.
     (Path(site) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
