@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from imgbuild.errors import ImgbuildError  # noqa: E402
-from imgbuild.matrix import load_matrix  # noqa: E402
-from imgbuild.recipe import with_base_override  # noqa: E402
-from imgbuild.render import bases_of, render_context, resolve_inputs, targets_of, write_context  # noqa: E402
+from imgbuild.knowledge.matrix import load_matrix  # noqa: E402
+from imgbuild.knowledge.recipe import with_base_override  # noqa: E402
+from imgbuild.knowledge.render import bases_of, render_context, resolve_inputs, targets_of, write_context  # noqa: E402
 
 PLACEHOLDER_BASE = "127.0.0.1:5055/imgbuild-test-base@sha256:" + "0" * 64
 IMGBUILD = str(ROOT / ".venv" / "bin" / "imgbuild")

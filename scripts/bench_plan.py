@@ -27,14 +27,14 @@ def main() -> None:
     args = parser.parse_args()
 
     t0 = time.perf_counter()
-    from imgbuild.launchflags import parse_flags
-    from imgbuild.matrix import load_matrix
-    from imgbuild.memory import plan_memory, rules_for
-    from imgbuild.modelinfo import inspect_model
-    from imgbuild.memory import geometry_from_config
-    from imgbuild.plan import GpuView, memory_inputs
-    from imgbuild.serverargs import load_server_args
-    from imgbuild.memory import startup_allowance_gib
+    from imgbuild.knowledge.launchflags import parse_flags
+    from imgbuild.knowledge.matrix import load_matrix
+    from imgbuild.knowledge.memory import plan_memory, rules_for
+    from imgbuild.knowledge.modelinfo import inspect_model
+    from imgbuild.knowledge.memory import geometry_from_config
+    from imgbuild.flows.plan import GpuView, memory_inputs
+    from imgbuild.knowledge.serverargs import load_server_args
+    from imgbuild.knowledge.memory import startup_allowance_gib
 
     matrix = load_matrix()
     data = load_server_args(args.server_args)
@@ -76,17 +76,17 @@ def main() -> None:
     plans_s = time.perf_counter() - t1
 
     startup = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "import imgbuild.plan, imgbuild.cli"],
+        [sys.executable, "-X", "importtime", "-c", "import imgbuild.flows.plan, imgbuild.cli"],
         capture_output=True, text=True, cwd=ROOT,
     )
     import_us = sum(
         int(line.split("|")[1]) for line in startup.stderr.splitlines()
-        if line.startswith("import time:") and line.split("|")[2].strip() in ("imgbuild.plan", "imgbuild.cli")
+        if line.startswith("import time:") and line.split("|")[2].strip() in ("imgbuild.flows.plan", "imgbuild.cli")
     )
     print(f"setup (matrix, flag data, model): {setup_s * 1000:.1f} ms")
     print(f"{len(combos)} flag combinations planned in {plans_s:.3f} s ({plans_s / len(combos) * 1e6:.0f} us each)")
     print(f"verdicts: {verdicts}")
-    print(f"import imgbuild.plan + imgbuild.cli (cumulative, -X importtime): {import_us / 1000:.1f} ms")
+    print(f"import imgbuild.flows.plan + imgbuild.cli (cumulative, -X importtime): {import_us / 1000:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from imgbuild.triage import LogWatcher, diagnose_log  # noqa: E402
+from imgbuild.knowledge.triage import LogWatcher, diagnose_log  # noqa: E402
 
 LOGS = ROOT / "tests" / "data" / "failure-logs"
 
@@ -80,11 +80,11 @@ def bench_docker() -> None:
 
     import httpx
 
-    from imgbuild import engine
-    from imgbuild.certify import CertifyOptions, certify
-    from imgbuild.certstore import CertStore
-    from imgbuild.gpus import SnapshotProbe
-    from imgbuild.matrix import load_matrix
+    from imgbuild.adapters import engine
+    from imgbuild.flows.certify import CertifyOptions, certify
+    from imgbuild.adapters.certstore import CertStore
+    from imgbuild.adapters.gpus import SnapshotProbe
+    from imgbuild.knowledge.matrix import load_matrix
     from test_certify import free_port, services, standin_context  # the tests' own image recipe
 
     env = services()

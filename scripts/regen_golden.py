@@ -13,8 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from imgbuild.matrix import load_matrix  # noqa: E402
-from imgbuild.render import bases_of, find_target, render_context, resolve_inputs  # noqa: E402
+from imgbuild.knowledge.matrix import load_matrix  # noqa: E402
+from imgbuild.knowledge.render import bases_of, find_target, render_context, resolve_inputs  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "golden"
 TARGETS = ("golden-sglang", "golden-test")

@@ -47,11 +47,11 @@ def _services_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def docker_engine():  # noqa: ANN201 - imgbuild.engine.Engine
+def docker_engine():  # noqa: ANN201 - imgbuild.adapters.engine.Engine
     """A connected engine (DOCKER_HOST, else the one scripts/services started)."""
     for key, value in _services_env().items():
         os.environ.setdefault(key, value)
-    from imgbuild.engine import connect
+    from imgbuild.adapters.engine import connect
     from imgbuild.errors import EnvironmentUnavailable
 
     try:
@@ -81,10 +81,10 @@ def local_registry(docker_engine) -> str:  # noqa: ANN001
 def built_test_image(docker_engine, test_base_ref, local_registry, tmp_path_factory):  # noqa: ANN001, ANN201
     """The test target (sglang 0.5.9 --no-deps + small wheels from PyPI through the CA
     bundle) built on the debootstrap base and pushed to the local registry: a BuildRecord."""
-    from imgbuild.build import BuildOptions, build_image
-    from imgbuild.matrix import load_matrix
-    from imgbuild.recipe import with_base_override
-    from imgbuild.render import bases_of, find_target, render_context, resolve_inputs
+    from imgbuild.flows.build import BuildOptions, build_image
+    from imgbuild.knowledge.matrix import load_matrix
+    from imgbuild.knowledge.recipe import with_base_override
+    from imgbuild.knowledge.render import bases_of, find_target, render_context, resolve_inputs
 
     matrix = load_matrix()
     target = with_base_override(find_target(matrix.raw, "test-sglang-0.5.9"), test_base_ref)

@@ -1,7 +1,7 @@
 """A stand-in for the Hugging Face Hub's file endpoint, for tests.
 
 The real Hub cannot be reached from CI. This serves the same protocol that
-imgbuild.hub uses, ``GET /{org}/{name}/resolve/{revision}/{file}``, from a
+imgbuild.adapters.hub uses, ``GET /{org}/{name}/resolve/{revision}/{file}``, from a
 folder, on 127.0.0.1, answering 404 for missing files and 401 for repositories
 marked gated when the bearer token is wrong. It records the requests it saw.
 """

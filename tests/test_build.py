@@ -13,15 +13,15 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import HOST_CA_BUNDLE
-from imgbuild.baseimages import fetch_digests
-from imgbuild.build import BuildOptions, build_image, lock_pins, registry_host
+from imgbuild.adapters.baseimages import fetch_digests
+from imgbuild.flows.build import BuildOptions, build_image, lock_pins, registry_host
 from imgbuild.cli import cli, main
-from imgbuild.engine import BuildEnvironmentFailed
+from imgbuild.adapters.engine import BuildEnvironmentFailed
 from imgbuild.errors import EnvironmentUnavailable
-from imgbuild.matrix import load_matrix
-from imgbuild.recipe import with_base_override
-from imgbuild.render import bases_of, find_target, render_context, resolve_inputs
-from imgbuild.repro import compare_manifests
+from imgbuild.knowledge.matrix import load_matrix
+from imgbuild.knowledge.recipe import with_base_override
+from imgbuild.knowledge.render import bases_of, find_target, render_context, resolve_inputs
+from imgbuild.flows.repro import compare_manifests
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -316,7 +316,7 @@ def test_same_recipe_under_another_repository_is_tagged_not_rebuilt(built_test_i
 def test_the_sglang_template_builds_on_a_stand_in_base(docker_engine, test_base_ref, tmp_path: Path) -> None:  # noqa: ANN001
     """The real image's Dockerfile (apt Python, venv, user, hash lock) on the debootstrap base
     with the small test lock: the full CUDA stack is for real use only."""
-    from imgbuild.recipe import TargetSpec
+    from imgbuild.knowledge.recipe import TargetSpec
 
     matrix = load_matrix()
     target = TargetSpec(

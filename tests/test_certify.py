@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from imgbuild.certify import CertifyOptions, certify, flag_values, preflight, server_flags
-from imgbuild.certstore import CertStore
+from imgbuild.flows.certify import CertifyOptions, certify, flag_values, preflight, server_flags
+from imgbuild.adapters.certstore import CertStore
 from imgbuild.errors import NegativeVerdict, UsageError
-from imgbuild.gpulock import GpuLock
-from imgbuild.gpus import SnapshotProbe
-from imgbuild.matrix import load_matrix
+from imgbuild.adapters.gpulock import GpuLock
+from imgbuild.adapters.gpus import SnapshotProbe
+from imgbuild.knowledge.matrix import load_matrix
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -137,7 +137,7 @@ def docker_env():
             pytest.fail("CI without scripts/services: no IMGBUILD_TEST_BASE")
         pytest.skip("no Docker services (sudo scripts/services start)")
     os.environ["DOCKER_HOST"] = env["DOCKER_HOST"]
-    from imgbuild import engine
+    from imgbuild.adapters import engine
 
     try:
         eng = engine.connect(timeout_s=30)
@@ -196,7 +196,7 @@ def model_dir(tmp_path):
 
 def leftover_containers(eng, cert_id: str) -> list[str]:
     """This run's containers only: other test runs may share the engine."""
-    from imgbuild import engine
+    from imgbuild.adapters import engine
 
     return engine.containers_labelled(eng, engine.CERTIFY_LABEL, cert_id)
 
@@ -367,14 +367,14 @@ def test_sigterm_during_startup_tears_down_and_records_the_interruption(docker_e
 def test_options_come_from_the_images_recipe_when_not_given():
     recipe = {"name": "qwen3.6-27b-a6000x2", "engine": "0.5.11", "cuda": "13.0", "gpus": "RTX A6000x2",
               "model": "Qwen/Qwen3.6-27B", "launch_flags": list(SEED_FLAGS)}
-    filled = __import__("imgbuild.certify", fromlist=["x"]).options_from_recipe(
+    filled = __import__("imgbuild.flows.certify", fromlist=["x"]).options_from_recipe(
         CertifyOptions(image="img"), {"io.imgbuild.recipe": json.dumps(recipe)})
     assert (filled.gpus, filled.launch_flags, filled.model_ref) == ("RTX A6000x2", SEED_FLAGS, "Qwen/Qwen3.6-27B")
     assert (filled.target_name, filled.engine_version, filled.cuda) == ("qwen3.6-27b-a6000x2", "0.5.11", "13.0")
 
 
 def test_an_image_without_recipe_and_no_gpus_is_a_usage_error():
-    from imgbuild.certify import options_from_recipe
+    from imgbuild.flows.certify import options_from_recipe
 
     with pytest.raises(UsageError, match="no GPUs to certify on"):
         options_from_recipe(CertifyOptions(image="img"), {})
@@ -382,10 +382,10 @@ def test_an_image_without_recipe_and_no_gpus_is_a_usage_error():
 
 @pytest.mark.docker
 def test_certify_records_log_figures_beside_the_plan(docker_env, standin_image, model_dir, tmp_path):
-    """The real planner (imgbuild.plan) on the test model; the stand-in's figures differ from it."""
+    """The real planner (imgbuild.flows.plan) on the test model; the stand-in's figures differ from it."""
     import httpx
 
-    from imgbuild.certify import imgbuild_planner
+    from imgbuild.flows.certify import imgbuild_planner
 
     _, eng = docker_env
     matrix = load_matrix()
@@ -415,7 +415,7 @@ Wed May  1 10:00:00 2026
 
 
 def test_nvidia_smi_output_becomes_the_hosts_gpus(matrix):
-    from imgbuild.certify import parse_nvidia_smi
+    from imgbuild.flows.certify import parse_nvidia_smi
 
     host = parse_nvidia_smi(NVIDIA_SMI_OUTPUT)
     assert (host.driver_version, host.cuda_driver_version) == ("580.126.09", "13.0")
@@ -430,7 +430,7 @@ def test_nvidia_smi_output_becomes_the_hosts_gpus(matrix):
 def test_a_command_runs_once_in_a_throwaway_container(docker_env):
     """The runner ContainerGpuProbe uses (there with every GPU and nvidia-smi; here without)."""
     env, eng = docker_env
-    from imgbuild import engine
+    from imgbuild.adapters import engine
 
     code, output = engine.run_with_all_gpus(eng, env["IMGBUILD_TEST_BASE"], ["sh", "-c", "echo one; echo ---; exit 3"],
                                             gpus=False)
@@ -474,13 +474,13 @@ ARCH_FLAGS = [
 
 @pytest.mark.parametrize("flags, cc, runs", [a[1:] for a in ARCH_FLAGS], ids=[a[0] for a in ARCH_FLAGS])
 def test_torch_arch_flags_decide_whether_the_kernels_run(flags, cc, runs):
-    from imgbuild.certify import parse_arch_flags
+    from imgbuild.flows.certify import parse_arch_flags
 
     assert parse_arch_flags(flags, "torch").runs_on(cc) is runs
 
 
 def test_kernels_read_from_the_image_refuse_a_gpu_they_lack(matrix):
-    from imgbuild.certify import parse_arch_flags
+    from imgbuild.flows.certify import parse_arch_flags
 
     targets = parse_arch_flags("sm_90 sm_100 compute_100", "torch 2.11.0 in the image")
     with pytest.raises(NegativeVerdict, match=r"compute capability 8.6; the image's kernels are built for 9.0, 10.0, PTX 10.0 \(torch"):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from imgbuild.certstore import CertStore, default_store_dir, new_certificate_id
+from imgbuild.adapters.certstore import CertStore, default_store_dir, new_certificate_id
 from imgbuild.errors import UsageError
 
 

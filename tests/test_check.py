@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from imgbuild.check import CheckOptions, check_model, kernels_run_on
+from imgbuild.flows.check import CheckOptions, check_model, kernels_run_on
 from imgbuild.errors import EnvironmentUnavailable, UsageError
-from imgbuild.gpus import GpuDevice, HostGpus, SnapshotProbe
-from imgbuild.matrix import load_matrix
+from imgbuild.adapters.gpus import GpuDevice, HostGpus, SnapshotProbe
+from imgbuild.knowledge.matrix import load_matrix
 
 SEED_MODEL = str(Path(__file__).resolve().parent.parent / "examples" / "qwen3.6-27b")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from imgbuild.matrix import load_matrix
-from imgbuild.sglanginstall import parse_entry_classes
+from imgbuild.knowledge.matrix import load_matrix
+from imgbuild.knowledge.sglanginstall import parse_entry_classes
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = str(ROOT / "examples" / "qwen3.6-27b")
@@ -76,7 +76,7 @@ def test_check_python_reads_the_installed_sglang_without_importing_it(venv_with_
 
 
 def test_installed_architectures_equal_the_matrix_row(venv_with_sglang_0_5_11: Path) -> None:
-    from imgbuild.check import _install_of_python
+    from imgbuild.flows.check import _install_of_python
 
     install = _install_of_python(str(venv_with_sglang_0_5_11))
     assert install.architectures == load_matrix().engine("0.5.11").architectures

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from imgbuild import engine as engine_mod
+from imgbuild.adapters import engine as engine_mod
 from imgbuild.errors import EnvironmentUnavailable, UsageError
-from imgbuild.sglanginstall import parse_metadata, read_installation
+from imgbuild.knowledge.sglanginstall import parse_metadata, read_installation
 
 
 def test_no_engine_is_environment_unavailable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

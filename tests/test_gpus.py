@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from imgbuild.errors import EnvironmentUnavailable, UsageError
-from imgbuild.gpus import GpuDevice, GpuProcess, HostGpus, NvmlProbe, SnapshotProbe, default_probe
+from imgbuild.adapters.gpus import GpuDevice, GpuProcess, HostGpus, NvmlProbe, SnapshotProbe, default_probe
 
 HOST = HostGpus(
     driver_version="580.126.09",

@@ -9,8 +9,8 @@ import pytest
 
 from hubserver import HubServer
 from imgbuild.errors import EnvironmentUnavailable, UsageError
-from imgbuild.hub import HubClient
-from imgbuild.modelinfo import inspect_model
+from imgbuild.adapters.hub import HubClient
+from imgbuild.knowledge.modelinfo import inspect_model
 
 SEED_MODEL = Path(__file__).resolve().parent.parent / "examples" / "qwen3.6-27b"
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from imgbuild.errors import UsageError
-from imgbuild.launchflags import parse_flags, split_command, with_flags
-from imgbuild.serverargs import load_server_args
+from imgbuild.knowledge.launchflags import parse_flags, split_command, with_flags
+from imgbuild.knowledge.serverargs import load_server_args
 
-from imgbuild.serverargs import DATA_PATH as DATA
+from imgbuild.knowledge.serverargs import DATA_PATH as DATA
 
 
 @pytest.fixture(scope="module")

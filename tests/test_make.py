@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from imgbuild.errors import EnvironmentUnavailable, NegativeVerdict
-from imgbuild.make import MakeOptions, NotApplicable, StateStore, Step, gpu_queues, run_make, summary_lines
-from imgbuild.recipe import TargetSpec
+from imgbuild.flows.make import MakeOptions, NotApplicable, StateStore, Step, gpu_queues, run_make, summary_lines
+from imgbuild.knowledge.recipe import TargetSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI") == "true"

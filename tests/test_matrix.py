@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from imgbuild.errors import MatrixError, UsageError
-from imgbuild.matrix import load_matrix, normalize_gpu_name
+from imgbuild.knowledge.matrix import load_matrix, normalize_gpu_name
 
 SMALL = textwrap.dedent(
     """\

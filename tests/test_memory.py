@@ -1,8 +1,8 @@
-"""SGLang's memory accounting (imgbuild.memory) held against real start-up logs.
+"""SGLang's memory accounting (imgbuild.knowledge.memory) held against real start-up logs.
 
 Each case in LOG_CASES names a log excerpt under tests/data/logs/ (its first line cites the
 public thread) and the launch it came from. The figures are read from the log with
-imgbuild.triage.read_figures; the planner gets only what the log shows before weights load
+imgbuild.knowledge.triage.read_figures; the planner gets only what the log shows before weights load
 (F0 = "Load weight end" avail + mem usage) and must reproduce what SGLang logged after:
 weights per GPU within 2 %, KV tokens within 5 %, state pools within 2 %.
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from imgbuild.memory import (
+from imgbuild.knowledge.memory import (
     GIB,
     MemoryInputs,
     geometry_from_config,
@@ -31,7 +31,7 @@ from imgbuild.memory import (
     startup_allowance_gib,
     weights_per_gpu_bytes,
 )
-from imgbuild.triage import read_figures
+from imgbuild.knowledge.triage import read_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "tests" / "data" / "logs"
@@ -326,7 +326,7 @@ def test_weights_per_gpu_shrink_with_tp_but_keep_replicated_parts() -> None:
 
 def test_data_modules_import_no_adapter_library() -> None:
     code = (
-        "import sys, imgbuild.memory, imgbuild.launchflags, imgbuild.serverargs, imgbuild.plan; "
+        "import sys, imgbuild.knowledge.memory, imgbuild.knowledge.launchflags, imgbuild.knowledge.serverargs, imgbuild.flows.plan; "
         "print(sorted(m for m in ('docker', 'httpx', 'pynvml', 'click') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -339,7 +339,7 @@ def test_data_modules_import_no_adapter_library() -> None:
     + [pytest.param(path, id=path.parent.name) for path in sorted(MODELS.glob("*/config.json"))],
 )
 def test_geometry_reads_layers_and_quantization_as_modelinfo_does(config_path: Path) -> None:
-    from imgbuild.modelinfo import describe_model
+    from imgbuild.knowledge.modelinfo import describe_model
 
     config = json.loads(config_path.read_text())
     geometry = geometry_from_config(config)

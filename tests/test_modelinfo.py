@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from imgbuild.errors import UsageError
-from imgbuild.modelinfo import (
+from imgbuild.knowledge.modelinfo import (
     attention_layer_counts,
     inspect_model,
     moe_layer_count,
@@ -142,7 +142,7 @@ def test_split_hub_id(text: str, expected: tuple[str, str] | None) -> None:
 
 
 # ----------------------------------------------------------------------------- shared config readers
-# imgbuild.memory.geometry_from_config reads config.json through these too.
+# imgbuild.knowledge.memory.geometry_from_config reads config.json through these too.
 
 GDN_SHAPES = {"linear_num_value_heads": 32, "linear_key_head_dim": 128}
 

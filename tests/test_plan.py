@@ -10,9 +10,9 @@ from click.testing import CliRunner
 
 from imgbuild.cli import cli, main
 from imgbuild.errors import EnvironmentUnavailable, UsageError
-from imgbuild.gpus import SnapshotProbe
-from imgbuild.matrix import load_matrix
-from imgbuild.plan import PlanOptions, plan_launch
+from imgbuild.adapters.gpus import SnapshotProbe
+from imgbuild.knowledge.matrix import load_matrix
+from imgbuild.flows.plan import PlanOptions, plan_launch
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = str(ROOT / "examples" / "qwen3.6-27b")

@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
-from imgbuild.certstore import CertStore
-from imgbuild.publish import (
+from imgbuild.adapters.certstore import CertStore
+from imgbuild.flows.publish import (
     CERT_ARTIFACT_TYPE,
     cert_digests,
     describe_tag,
     publish_tags,
 )
-from imgbuild.registry import Credentials, RegistryClient, parse_reference
+from imgbuild.adapters.registry import Credentials, RegistryClient, parse_reference
 from registryserver import RegistryServer
 
 IN_CI = os.environ.get("CI") == "true"
@@ -38,8 +38,8 @@ SECRETS = [PASSWORD.encode(), base64.b64encode(f"{USER}:{PASSWORD}".encode()),
 
 
 def _seed_target() -> dict[str, Any]:
-    from imgbuild.matrix import load_matrix
-    from imgbuild.render import find_target
+    from imgbuild.knowledge.matrix import load_matrix
+    from imgbuild.knowledge.render import find_target
 
     return find_target(load_matrix().raw, "qwen3.6-27b-a6000x2").to_dict()
 
@@ -81,14 +81,14 @@ def services() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def engine():  # noqa: ANN201 - imgbuild.engine.Engine
+def engine():  # noqa: ANN201 - imgbuild.adapters.engine.Engine
     env = services()
     if "DOCKER_HOST" not in env:
         if IN_CI:
             pytest.fail("CI without scripts/services: no DOCKER_HOST")
         pytest.skip("no Docker services (sudo scripts/services start)")
     os.environ["DOCKER_HOST"] = env["DOCKER_HOST"]
-    from imgbuild import engine as engine_mod
+    from imgbuild.adapters import engine as engine_mod
 
     try:
         return engine_mod.connect(timeout_s=60)
@@ -346,7 +346,7 @@ def test_an_image_pushed_without_its_certificate_is_completed_by_the_next_publis
     engine: Any, registry: RegistryServer, client: RegistryClient, home: Path
 ) -> None:
     """The first run stopped after the image and before the certificate (the engine pushed, nothing else)."""
-    from imgbuild.engine import PushAdapter
+    from imgbuild.adapters.engine import PushAdapter
 
     image = build_image(engine, TARGET)
     save(home, certificate(engine, image))
@@ -409,7 +409,7 @@ def test_a_certificate_naming_the_build_registrys_digest_binds_in_another_regist
 ) -> None:
     """certify records the digest from the registry the build pushed to; the same manifest
     (same config, same compressed layers) has that digest in the registry it is published to."""
-    from imgbuild.engine import PushAdapter
+    from imgbuild.adapters.engine import PushAdapter
 
     image = build_image(engine, TARGET)
     with RegistryServer(tmp_path / "build-registry", tls=False) as build_registry:
@@ -458,8 +458,8 @@ def test_verify_rejects_an_artifact_listed_for_this_image_whose_subject_is_anoth
 ) -> None:
     """A referrers index can be rewritten by anyone with push rights; the artifact's own
     subject decides, so one image's certificate cannot be moved onto another."""
-    from imgbuild.publish import VerifyOptions, verify_image
-    from imgbuild.registry import OCI_INDEX, canonical_json, referrers_tag
+    from imgbuild.flows.publish import VerifyOptions, verify_image
+    from imgbuild.adapters.registry import OCI_INDEX, canonical_json, referrers_tag
     from test_registry import push_image_manifest
 
     a = push_image_manifest(client, "moved/img", "a", "image a")

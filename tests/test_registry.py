@@ -1,4 +1,4 @@
-"""imgbuild.registry against Debian's real docker-registry (TLS from a test CA, htpasswd auth)."""
+"""imgbuild.adapters.registry against Debian's real docker-registry (TLS from a test CA, htpasswd auth)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from imgbuild.errors import EnvironmentUnavailable, UsageError
-from imgbuild.registry import (
+from imgbuild.adapters.registry import (
     OCI_INDEX,
     OCI_MANIFEST,
     Credentials,

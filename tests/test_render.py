@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from imgbuild.cli import cli, main
 from imgbuild.errors import UsageError
-from imgbuild.matrix import load_matrix
-from imgbuild.recipe import TargetSpec, update_base_digests
-from imgbuild.render import bases_of, find_target, render_context, resolve_inputs
+from imgbuild.knowledge.matrix import load_matrix
+from imgbuild.knowledge.recipe import TargetSpec, update_base_digests
+from imgbuild.knowledge.render import bases_of, find_target, render_context, resolve_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
@@ -162,6 +162,6 @@ def test_update_base_digests_rewrites_only_that_base_and_keeps_comments() -> Non
 
 
 def test_render_module_imports_no_adapter_libraries() -> None:
-    code = "import sys, imgbuild.render, imgbuild.recipe; print(sorted(m for m in ('docker','httpx','pynvml','click') if m in sys.modules))"
+    code = "import sys, imgbuild.knowledge.render, imgbuild.knowledge.recipe; print(sorted(m for m in ('docker','httpx','pynvml','click') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from imgbuild.certstore import CertStore
-from imgbuild.make import StateStore
-from imgbuild.report import build_rows, render_html
+from imgbuild.adapters.certstore import CertStore
+from imgbuild.flows.make import StateStore
+from imgbuild.knowledge.report import build_rows, render_html
 
 IN_CI = os.environ.get("CI") == "true"
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,7 +144,7 @@ def test_report_page_in_a_headless_browser(tmp_path: Path) -> None:
 
 
 def test_report_is_pure_data_and_imports_no_adapter_library() -> None:
-    probe = ("import imgbuild.report, json, sys\n"
+    probe = ("import imgbuild.knowledge.report, json, sys\n"
              "print(json.dumps(sorted(m for m in ('docker', 'httpx', 'pynvml', 'click') if m in sys.modules)))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
     assert json.loads(done.stdout) == []

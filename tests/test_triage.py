@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from imgbuild.cli import cli
-from imgbuild.triage import LogWatcher, diagnose_log, read_figures
+from imgbuild.knowledge.triage import LogWatcher, diagnose_log, read_figures
 
 LOGS = Path(__file__).parent / "data" / "failure-logs"
 
@@ -314,7 +314,7 @@ def test_diagnose_reads_stdin():
 
 
 def test_triage_imports_no_adapter_library():
-    code = ("import sys, imgbuild.triage; bad = {'docker', 'httpx', 'pynvml', 'click'} & set(sys.modules); "
+    code = ("import sys, imgbuild.knowledge.triage; bad = {'docker', 'httpx', 'pynvml', 'click'} & set(sys.modules); "
             "print(sorted(bad)); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout

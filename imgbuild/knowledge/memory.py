@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from imgbuild.modelinfo import (
+from imgbuild.knowledge.modelinfo import (
     DTYPE_BYTES,
     attention_layer_counts,
     config_dtype,

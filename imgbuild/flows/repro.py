@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imgbuild.engine import BuildEvent, Engine, environment_manifest
+from imgbuild.adapters.engine import BuildEvent, Engine, environment_manifest
 from imgbuild.errors import UsageError
-from imgbuild.recipe import BaseSpec, TargetSpec
-from imgbuild.render import render_context, resolve_inputs
-from imgbuild.specs import EngineSpec
+from imgbuild.knowledge.recipe import BaseSpec, TargetSpec
+from imgbuild.knowledge.render import render_context, resolve_inputs
+from imgbuild.knowledge.specs import EngineSpec
 
 RECIPE_LABEL = "io.imgbuild.recipe"
 DIGEST_LABEL = "io.imgbuild.recipe-digest"

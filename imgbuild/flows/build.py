@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imgbuild.engine import BuildEvent, Engine
+from imgbuild.adapters.engine import BuildEvent, Engine
 from imgbuild.errors import UsageError
-from imgbuild.render import Rendered
+from imgbuild.knowledge.render import Rendered
 
 DEFAULT_REPOSITORY = "imgbuild/sglang"
 RECIPE_LABEL = "io.imgbuild.recipe-digest"

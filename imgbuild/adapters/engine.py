@@ -753,7 +753,7 @@ def run_with_all_gpus(engine: Engine, image_ref: str, command: list[str], *, tim
 
 
 class PushAdapter:
-    """What imgbuild.publish needs from the engine: find images, push with credentials.
+    """What imgbuild.flows.publish needs from the engine: find images, push with credentials.
 
     Credentials go to the engine in the X-Registry-Auth header of the push call
     only; they are not kept, logged or put into an error message.

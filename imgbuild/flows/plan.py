@@ -1,8 +1,8 @@
 """`imgbuild plan`: will these launch flags fit these GPUs, by SGLang's own accounting.
 
 Flow: resolve the SGLang version and the GPUs, parse the flags against that
-version's flag table (imgbuild.serverargs), check what SGLang checks at argument
-parsing, size the pools the way that version does (imgbuild.memory), then
+version's flag table (imgbuild.knowledge.serverargs), check what SGLang checks at argument
+parsing, size the pools the way that version does (imgbuild.knowledge.memory), then
 re-plan candidate changes and rank the ones that fit by what they cost the user.
 Adapters come in as arguments: the GPU probe, the matrix, the Hub fetcher.
 """
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from imgbuild.errors import UsageError
-from imgbuild.launchflags import LaunchConfig, parse_flags, split_command
-from imgbuild.memory import (
+from imgbuild.knowledge.launchflags import LaunchConfig, parse_flags, split_command
+from imgbuild.knowledge.memory import (
     MemoryInputs,
     MemoryPlan,
     ModelGeometry,
@@ -513,8 +513,8 @@ def plan_launch(
 
     ``model_info``: the ModelInfo of ``options.model`` when the caller (check) has already read it.
     """
-    from imgbuild.modelinfo import inspect_model
-    from imgbuild.serverargs import load_server_args
+    from imgbuild.knowledge.modelinfo import inspect_model
+    from imgbuild.knowledge.serverargs import load_server_args
 
     model = options.model
     flags = tuple(options.flags)

@@ -109,7 +109,7 @@ class HubClient:
 
 def hub_for(source: str) -> HubClient | None:
     """A hub client when ``source`` is a Hugging Face id, else None (local paths need none)."""
-    from imgbuild.modelinfo import is_local_source, split_hub_id
+    from imgbuild.knowledge.modelinfo import is_local_source, split_hub_id
 
     if is_local_source(source) or split_hub_id(source) is None:
         return None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from imgbuild.errors import EnvironmentUnavailable, UsageError
-from imgbuild.recipe import TargetSpec
+from imgbuild.knowledge.recipe import TargetSpec
 
 ARCHES = ("x86_64", "aarch64")
 MANYLINUX = "manylinux_2_34"  # SGLang 0.5.11's wheels are manylinux_2_34; see render.LOCK_GLIBC

@@ -13,7 +13,8 @@ from typing import Any
 
 import click
 
-from imgbuild import __version__, options
+from imgbuild import __version__
+from imgbuild.cli import options
 from imgbuild.errors import ImgbuildError, NegativeVerdict
 
 
@@ -38,7 +39,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 # --- commands are added below this line, one block per command or group ------
 
 def _load_matrix(matrix_path: str | None):  # noqa: ANN202 - Matrix, imported lazily
-    from imgbuild.matrix import load_matrix
+    from imgbuild.knowledge.matrix import load_matrix
 
     return load_matrix(matrix_path)
 
@@ -52,8 +53,8 @@ def _gib(n_bytes: int | None) -> str:
 @options.json_output
 def inspect(model: str, as_json: bool) -> None:
     """Describe MODEL: a directory, a config.json, or a Hugging Face id org/name[@rev]."""
-    from imgbuild.hub import hub_for
-    from imgbuild.modelinfo import inspect_model
+    from imgbuild.adapters.hub import hub_for
+    from imgbuild.knowledge.modelinfo import inspect_model
 
     info = inspect_model(model, hub=hub_for(model))
     if as_json:
@@ -109,19 +110,19 @@ def check(
     Launch flags after `--` are planned too (the same planner as `imgbuild plan`).
     Exit 0 supported, 1 not supported, 2 bad input, 3 environment unavailable.
     """
-    from imgbuild.check import CheckOptions, check_model
+    from imgbuild.flows.check import CheckOptions, check_model
     from imgbuild.errors import NegativeVerdict
-    from imgbuild.hub import hub_for
+    from imgbuild.adapters.hub import hub_for
 
     matrix = _load_matrix(matrix_path)
     probe = None
     if not gpu:
-        from imgbuild.gpus import default_probe
+        from imgbuild.adapters.gpus import default_probe
 
         probe = default_probe()
     export_image = None
     if image:
-        from imgbuild.engine import export_sglang_install
+        from imgbuild.adapters.engine import export_sglang_install
 
         export_image = export_sglang_install
     opts = CheckOptions(model=model, sglang=sglang, python=python, image=image, gpu=gpu, driver=driver, flags=flags)
@@ -227,7 +228,7 @@ def matrix_show(engine_version: str | None, matrix_path: str | None, as_json: bo
 def matrix_validate(file: str | None, as_json: bool) -> None:
     """Validate a matrix file, reporting every problem with file:line and path."""
     from imgbuild.errors import MatrixError
-    from imgbuild.matrix import load_matrix
+    from imgbuild.knowledge.matrix import load_matrix
 
     try:
         m = load_matrix(file)
@@ -251,7 +252,7 @@ def matrix_validate(file: str | None, as_json: bool) -> None:
 @options.json_output
 def gpus(as_json: bool) -> None:
     """The GPUs of this host through NVML; --json writes a snapshot usable as IMGBUILD_GPU_SNAPSHOT."""
-    from imgbuild.gpus import default_probe
+    from imgbuild.adapters.gpus import default_probe
 
     seen = default_probe().read()
     if as_json:
@@ -277,7 +278,7 @@ def diagnose(logfile: str, as_json: bool) -> None:
     'unknown'), 2 when the file cannot be read.
     """
     from imgbuild.errors import UsageError
-    from imgbuild.triage import diagnose_log
+    from imgbuild.knowledge.triage import diagnose_log
 
     try:
         with click.open_file(logfile, encoding="utf-8", errors="replace") as fh:
@@ -352,12 +353,12 @@ def certify(image: str, target_name: str | None, gpus_text: str | None, model_di
 
     import httpx
 
-    from imgbuild import certify as flow
-    from imgbuild import engine
-    from imgbuild.certstore import CertStore
+    from imgbuild.flows import certify as flow
+    from imgbuild.adapters import engine
+    from imgbuild.adapters.certstore import CertStore
     from imgbuild.errors import UsageError
-    from imgbuild.gpus import SNAPSHOT_ENV, default_probe
-    from imgbuild.render import find_target
+    from imgbuild.adapters.gpus import SNAPSHOT_ENV, default_probe
+    from imgbuild.knowledge.render import find_target
 
     matrix = _load_matrix(matrix_path)
     target = find_target(matrix.raw, target_name) if target_name else None
@@ -463,7 +464,7 @@ _store_option = click.option("--store", "store_dir", default=None, type=click.Pa
 @options.json_output
 def certs_list(store_dir: str | None, as_json: bool) -> None:
     """List the stored certificates, oldest first."""
-    from imgbuild.certstore import CertStore
+    from imgbuild.adapters.certstore import CertStore
 
     rows = CertStore(store_dir).list()
     if as_json:
@@ -479,7 +480,7 @@ def certs_list(store_dir: str | None, as_json: bool) -> None:
 @options.json_output
 def certs_show(cert_id: str, store_dir: str | None, as_json: bool) -> None:
     """Show one certificate (an id or a unique prefix)."""
-    from imgbuild.certstore import CertStore
+    from imgbuild.adapters.certstore import CertStore
 
     cert = CertStore(store_dir).load(cert_id)
     if as_json:
@@ -500,7 +501,7 @@ _ca_bundle_option = click.option("--ca-bundle", "registry_ca", default=None, typ
 
 def _registry_client(host: str, username: str | None, password_stdin: bool, registry_ca: str | None):  # noqa: ANN202
     from imgbuild.errors import UsageError
-    from imgbuild.registry import Credentials, RegistryClient, docker_config_credentials
+    from imgbuild.adapters.registry import Credentials, RegistryClient, docker_config_credentials
 
     if password_stdin and not username:
         raise UsageError("--password-stdin needs --username")
@@ -537,10 +538,10 @@ def publish(source: str, destination: str, allow_uncertified: bool, username: st
     """
     from pathlib import Path
 
-    from imgbuild import engine as engine_mod
-    from imgbuild.publish import PublishOptions, load_certificates, publish_image
-    from imgbuild.registry import parse_reference
-    from imgbuild.render import targets_of
+    from imgbuild.adapters import engine as engine_mod
+    from imgbuild.flows.publish import PublishOptions, load_certificates, publish_image
+    from imgbuild.adapters.registry import parse_reference
+    from imgbuild.knowledge.render import targets_of
 
     dest = parse_reference(destination, require_host=True)
     try:
@@ -581,8 +582,8 @@ def verify(reference: str, target_name: str | None, require_attested: bool, user
     Exit 0 certified (for --for TARGET when given), 1 not certified, 2 bad input, 3 registry unavailable.
     """
     from imgbuild.errors import NegativeVerdict
-    from imgbuild.publish import VerifyOptions, verify_image
-    from imgbuild.registry import parse_reference
+    from imgbuild.flows.publish import VerifyOptions, verify_image
+    from imgbuild.adapters.registry import parse_reference
 
     want = _target_want(target_name, matrix_path) if target_name else None
     ref = parse_reference(reference, require_host=True)
@@ -599,8 +600,8 @@ def verify(reference: str, target_name: str | None, require_attested: bool, user
 
 
 def _target_want(name: str, matrix_path: str | None):  # noqa: ANN202 - TargetWant
-    from imgbuild.publish import TargetWant
-    from imgbuild.render import targets_of
+    from imgbuild.flows.publish import TargetWant
+    from imgbuild.knowledge.render import targets_of
 
     matrix = _load_matrix(matrix_path)
     target = targets_of(matrix.raw).get(name)
@@ -677,7 +678,7 @@ def _resolve_build_target(
 ):  # noqa: ANN202 - (Matrix, RecipeInputs)
     import shlex
 
-    from imgbuild import recipe, render
+    from imgbuild.knowledge import recipe, render
 
     matrix = _load_matrix(matrix_path)
     bases = render.bases_of(matrix.raw)
@@ -768,7 +769,7 @@ def render(target_name: str | None, out_dir: str | None, base_ref: str | None, m
     """Write TARGET's Dockerfile, lock and build context; the same inputs give the same bytes."""
     from pathlib import Path
 
-    from imgbuild.render import render_context, write_context
+    from imgbuild.knowledge.render import render_context, write_context
 
     _, inputs = _resolve_build_target(matrix_path, target_name, base_ref, cl)
     rendered = render_context(inputs)
@@ -816,9 +817,9 @@ def build(
     import os
     from pathlib import Path
 
-    from imgbuild import engine as engine_mod
-    from imgbuild.build import DEFAULT_REPOSITORY, BuildOptions, build_image
-    from imgbuild.render import render_context
+    from imgbuild.adapters import engine as engine_mod
+    from imgbuild.flows.build import DEFAULT_REPOSITORY, BuildOptions, build_image
+    from imgbuild.knowledge.render import render_context
 
     _, inputs = _resolve_build_target(matrix_path, target_name, base_ref, cl)
     rendered = render_context(inputs)
@@ -875,8 +876,8 @@ def lock(
     from dataclasses import replace
     from pathlib import Path
 
-    from imgbuild import lock as lock_mod
-    from imgbuild import render
+    from imgbuild.adapters import uvlock as lock_mod
+    from imgbuild.knowledge import render
 
     matrix = _load_matrix(matrix_path)
     locks_dir = matrix.path.parent / "locks"
@@ -919,10 +920,10 @@ def verify_repro_cmd(image: str, ca_bundle: str | None, pip_index_url: str | Non
     """Rebuild IMAGE without cache and compare its environment: identical, or the differences (exit 1)."""
     from pathlib import Path
 
-    from imgbuild import engine as engine_mod
+    from imgbuild.adapters import engine as engine_mod
     from imgbuild.errors import NegativeVerdict
-    from imgbuild.render import bases_of
-    from imgbuild.repro import ReproOptions, verify_repro
+    from imgbuild.knowledge.render import bases_of
+    from imgbuild.flows.repro import ReproOptions, verify_repro
 
     matrix = _load_matrix(matrix_path)
 
@@ -972,9 +973,9 @@ def bases_refresh(timeout_s: float, matrix_path: str | None, as_json: bool) -> N
     """Re-read each base's digests from its registry and record them in matrix.yaml."""
     import httpx
 
-    from imgbuild.baseimages import fetch_digests
-    from imgbuild.recipe import update_base_digests
-    from imgbuild.render import bases_of
+    from imgbuild.adapters.baseimages import fetch_digests
+    from imgbuild.knowledge.recipe import update_base_digests
+    from imgbuild.knowledge.render import bases_of
 
     matrix = _load_matrix(matrix_path)
     text = matrix.path.read_text(encoding="utf-8")
@@ -1029,7 +1030,7 @@ def plan(
     from pathlib import Path
 
     from imgbuild.errors import NegativeVerdict, UsageError
-    from imgbuild.plan import PlanOptions, plan_launch, plan_lines
+    from imgbuild.flows.plan import PlanOptions, plan_launch, plan_lines
 
     if command and command_file:
         raise UsageError("give --command or --command-file, not both")
@@ -1042,11 +1043,11 @@ def plan(
     matrix = _load_matrix(matrix_path)
     probe = None
     if not gpu:
-        from imgbuild.gpus import default_probe
+        from imgbuild.adapters.gpus import default_probe
 
         probe = default_probe()
-    from imgbuild.hub import hub_for
-    from imgbuild.launchflags import split_command
+    from imgbuild.adapters.hub import hub_for
+    from imgbuild.knowledge.launchflags import split_command
 
     source = model or (split_command(command).model_path if command else None)
     hub = hub_for(source) if source else None
@@ -1067,7 +1068,7 @@ def plan(
 
 def _make_targets(names: tuple[str, ...], all_targets: bool, matrix) -> tuple:  # noqa: ANN001 - Matrix
     from imgbuild.errors import UsageError
-    from imgbuild.render import find_target, targets_of
+    from imgbuild.knowledge.render import find_target, targets_of
 
     if all_targets and names:
         raise UsageError("give TARGET names or --all, not both")
@@ -1132,8 +1133,8 @@ def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bo
     import os
     from pathlib import Path
 
-    from imgbuild import make as make_mod
-    from imgbuild.registry import parse_reference
+    from imgbuild.flows import make as make_mod
+    from imgbuild.adapters.registry import parse_reference
 
     matrix = _load_matrix(matrix_path)
     targets = _make_targets(target_names, all_targets, matrix)
@@ -1151,7 +1152,7 @@ def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bo
                                     registry_ca)
 
     def connect():  # noqa: ANN202 - engine.Engine
-        from imgbuild import engine as engine_mod
+        from imgbuild.adapters import engine as engine_mod
 
         return engine_mod.connect()
 
@@ -1185,10 +1186,10 @@ def report(out_dir: str, state_dir: str | None, store_dir: str | None, matrix_pa
     from datetime import datetime, timezone
     from pathlib import Path
 
-    from imgbuild import make as make_mod
-    from imgbuild import report as report_mod
-    from imgbuild.publish import load_certificates
-    from imgbuild.render import targets_of
+    from imgbuild.flows import make as make_mod
+    from imgbuild.knowledge import report as report_mod
+    from imgbuild.flows.publish import load_certificates
+    from imgbuild.knowledge.render import targets_of
 
     matrix = _load_matrix(matrix_path)
     targets = [t.to_dict() for t in targets_of(matrix.raw).values()]

@@ -1,7 +1,7 @@
 """What a model checkpoint is, read from its config.json (and safetensors index).
 
 Pure data layer: files are read from a local directory or through a ``hub``
-object handed in by the caller (imgbuild.hub.HubClient fetches from Hugging
+object handed in by the caller (imgbuild.adapters.hub.HubClient fetches from Hugging
 Face); this module never imports httpx.
 
 Parameter counts follow the module shapes of the Hugging Face / SGLang model
@@ -174,7 +174,7 @@ def _parse_json(data: bytes, where: str) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- config readers
-# Shared with imgbuild.memory (geometry_from_config): one reading of config.json for both.
+# Shared with imgbuild.knowledge.memory (geometry_from_config): one reading of config.json for both.
 
 
 @overload

@@ -1,7 +1,7 @@
 """Launch flags, read the way SGLang's argparse reads them, into a typed LaunchConfig.
 
 The flag table of each version comes from imgbuild/data/server_args.json
-(imgbuild.serverargs); this module only applies it: aliases (``--tp`` is
+(imgbuild.knowledge.serverargs); this module only applies it: aliases (``--tp`` is
 ``--tp-size``), ``--flag=value``, booleans, types, choices. Mistakes become a
 UsageError naming the flag, the close match, and the versions that know it.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from imgbuild.errors import UsageError
-from imgbuild.serverargs import FlagSpec
+from imgbuild.knowledge.serverargs import FlagSpec
 
 # Entry points users have in their scripts; everything after one of them is flags.
 _ENTRY_POINTS = ("sglang.launch_server", "sglang/launch_server.py", "launch_server.py")

@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from imgbuild.errors import ImgbuildError, NegativeVerdict, UsageError
-from imgbuild.recipe import TargetSpec
+from imgbuild.knowledge.recipe import TargetSpec
 
 if TYPE_CHECKING:
-    from imgbuild.matrix import Matrix
+    from imgbuild.knowledge.matrix import Matrix
 
 STEPS = ("check", "plan", "render", "build", "certify", "publish")
 PREPARE = ("check", "plan", "render")
@@ -283,7 +283,7 @@ class StepSettings:
     matrix: Matrix
     locks_dir: Path
     render_dir: Path  # <render_dir>/<target>/ holds each rendered build context
-    # where builds are tagged (a registry host pushes them); None: imgbuild.build's default,
+    # where builds are tagged (a registry host pushes them); None: imgbuild.flows.build's default,
     # under $IMGBUILD_REGISTRY when that is set, as `imgbuild build` does
     repository: str | None = None
     base_override: str | None = None  # --base REF for targets whose base has no digest (made per machine)
@@ -315,7 +315,7 @@ def default_steps(
 ) -> list[Step]:
     """The six steps over the real flows. Adapters are made on first use, so a
     make that stops after render never needs a Docker engine or a registry."""
-    from imgbuild.render import bases_of, render_context, resolve_inputs, write_context
+    from imgbuild.knowledge.render import bases_of, render_context, resolve_inputs, write_context
 
     matrix = settings.matrix
     matrix_sha = _matrix_sha(matrix)
@@ -340,8 +340,8 @@ def default_steps(
         return {"model": model_of(target), "engine": target.engine, "gpus": target.gpus, "matrix": matrix_sha}
 
     def check_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        from imgbuild.check import CheckOptions, check_model
-        from imgbuild.hub import hub_for
+        from imgbuild.flows.check import CheckOptions, check_model
+        from imgbuild.adapters.hub import hub_for
 
         model = model_of(target)
         result = check_model(CheckOptions(model=model, sglang=target.engine, gpu=target.gpus), matrix=matrix,
@@ -359,8 +359,8 @@ def default_steps(
                 "engine": target.engine, "matrix": matrix_sha}
 
     def plan_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        from imgbuild.hub import hub_for
-        from imgbuild.plan import PlanOptions, plan_launch
+        from imgbuild.adapters.hub import hub_for
+        from imgbuild.flows.plan import PlanOptions, plan_launch
 
         model = model_of(target)
         result = plan_launch(PlanOptions(model=model, flags=target.launch_flags, gpu=target.gpus,
@@ -401,7 +401,7 @@ def default_steps(
     def repository() -> str:
         if settings.repository:
             return settings.repository
-        from imgbuild.build import DEFAULT_REPOSITORY  # imports the engine adapter: only when building
+        from imgbuild.flows.build import DEFAULT_REPOSITORY  # imports the engine adapter: only when building
 
         registry_env = os.environ.get("IMGBUILD_REGISTRY")
         return f"{registry_env}/{DEFAULT_REPOSITORY}" if registry_env else DEFAULT_REPOSITORY
@@ -410,7 +410,7 @@ def default_steps(
         return {"recipe_digest": prior["render"]["recipe_digest"], "repository": repository()}
 
     def build_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        from imgbuild.build import BuildOptions, build_image
+        from imgbuild.flows.build import BuildOptions, build_image
 
         record = build_image(engine(), BuildOptions(rendered=render_target(target), repository=repository(),
                                                     ca_bundle=settings.ca_bundle, pip_index_url=settings.pip_index_url))
@@ -432,9 +432,9 @@ def default_steps(
     def certify_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         import httpx
 
-        from imgbuild import certify as flow
-        from imgbuild.certstore import CertStore
-        from imgbuild.gpus import SNAPSHOT_ENV, default_probe
+        from imgbuild.flows import certify as flow
+        from imgbuild.adapters.certstore import CertStore
+        from imgbuild.adapters.gpus import SNAPSHOT_ENV, default_probe
 
         model = settings.model_dirs.get(target.model or "", None)
         snapshot = os.environ.get(SNAPSHOT_ENV)
@@ -460,8 +460,8 @@ def default_steps(
                 "destination": settings.destination, "allow_uncertified": settings.allow_uncertified}
 
     def publish_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        from imgbuild.engine import PushAdapter
-        from imgbuild.publish import PublishOptions, load_certificates, publish_image
+        from imgbuild.adapters.engine import PushAdapter
+        from imgbuild.flows.publish import PublishOptions, load_certificates, publish_image
 
         if registry is None:
             raise UsageError("publish needs a registry client")

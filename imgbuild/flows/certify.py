@@ -8,7 +8,7 @@ Stages, each with its own failure reason:
              before anything starts.
   launch     a new container with the chosen GPUs, ipc=host, the model read-only, the port on
              127.0.0.1 and the target's exact flags; its log streams into a new file and
-             through triage (imgbuild.triage.LogWatcher).
+             through triage (imgbuild.knowledge.triage.LogWatcher).
   ready      /health_generate answers 200 before the deadline. A fatal log line or the
              container's exit ends the wait at once, with the diagnosis.
   verify     /server_info (else /get_server_info) shows the flags asked for ("flags not
@@ -39,14 +39,15 @@ from typing import Any
 
 import httpx
 
-from imgbuild import __version__, engine
-from imgbuild.certstore import CertStore, new_certificate_id
-from imgbuild.check import kernels_run_on
+from imgbuild import __version__
+from imgbuild.adapters import engine
+from imgbuild.adapters.certstore import CertStore, new_certificate_id
+from imgbuild.flows.check import kernels_run_on
 from imgbuild.errors import NegativeVerdict, UsageError
-from imgbuild.gpulock import GpuLock
-from imgbuild.gpus import GpuDevice, GpuProbe, HostGpus
-from imgbuild.matrix import Matrix
-from imgbuild.triage import Diagnosis, LogWatcher, diagnose_log, read_figures
+from imgbuild.adapters.gpulock import GpuLock
+from imgbuild.adapters.gpus import GpuDevice, GpuProbe, HostGpus
+from imgbuild.knowledge.matrix import Matrix
+from imgbuild.knowledge.triage import Diagnosis, LogWatcher, diagnose_log, read_figures
 
 MODEL_MOUNT = "/model"
 HF_CACHE_MOUNT = "/root/.cache/huggingface"
@@ -555,7 +556,7 @@ class ExecTransport(httpx.BaseTransport):
 def parse_nvidia_smi(text: str) -> HostGpus:
     """The three sections ContainerGpuProbe prints, split by '---' lines: the GPU query, the
     compute-apps query (both ``--format=csv,noheader,nounits``) and nvidia-smi's banner."""
-    from imgbuild.gpus import GpuProcess
+    from imgbuild.adapters.gpus import GpuProcess
 
     parts = text.split("\n---\n")
     if len(parts) < 3:
@@ -816,7 +817,7 @@ def imgbuild_planner(matrix: Matrix) -> Callable[[CertifyOptions], dict[str, Any
     """``imgbuild plan`` for the target's model, GPUs and flags, as certify's preflight wants it;
     None when the planner is not installed."""
     try:
-        from imgbuild.plan import PlanOptions, plan_launch
+        from imgbuild.flows.plan import PlanOptions, plan_launch
     except ImportError:
         return None
     def run(options: CertifyOptions) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from imgbuild.errors import NegativeVerdict, UsageError
-from imgbuild.registry import Credentials, Descriptor, RegistryClient, parse_reference
+from imgbuild.adapters.registry import Credentials, Descriptor, RegistryClient, parse_reference
 
 CERT_ARTIFACT_TYPE = "application/vnd.imgbuild.certificate.v1+json"
 UNCERTIFIED_ARTIFACT_TYPE = "application/vnd.imgbuild.uncertified.v1+json"
@@ -48,11 +48,11 @@ _TAG_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
 Progress = Callable[[str], None]
 
 
-# --- what publish needs from the engine (imgbuild.engine implements it) ------------
+# --- what publish needs from the engine (imgbuild.adapters.engine implements it) ------------
 
 
 class LocalImage(Protocol):
-    """A local image as the engine describes it (imgbuild.engine.ImageInfo)."""
+    """A local image as the engine describes it (imgbuild.adapters.engine.ImageInfo)."""
 
     id: str  # sha256:... (the config digest)
     repo_digests: tuple[str, ...]  # "host/repo@sha256:..."
@@ -64,7 +64,7 @@ def image_digests(image: LocalImage) -> set[str]:
 
 
 class PushEngine(Protocol):
-    """imgbuild.engine.PushAdapter."""
+    """imgbuild.adapters.engine.PushAdapter."""
 
     def inspect_image(self, ref: str) -> LocalImage | None: ...
 
@@ -515,8 +515,8 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 def load_certificates(store_dir: Path | None) -> list[dict[str, Any]]:
-    """Every certificate in the local store (imgbuild.certstore's layout)."""
-    from imgbuild.certstore import CertStore
+    """Every certificate in the local store (imgbuild.adapters.certstore's layout)."""
+    from imgbuild.adapters.certstore import CertStore
 
     store = CertStore(store_dir)
     return [store.load(s.id) for s in store.list()]

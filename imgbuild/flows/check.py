@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, Callable
 from packaging.version import InvalidVersion, Version
 
 from imgbuild.errors import EnvironmentUnavailable, UsageError
-from imgbuild.matrix import Matrix
-from imgbuild.modelinfo import HubFetcher, ModelInfo, inspect_model
-from imgbuild.specs import EngineSpec
+from imgbuild.knowledge.matrix import Matrix
+from imgbuild.knowledge.modelinfo import HubFetcher, ModelInfo, inspect_model
+from imgbuild.knowledge.specs import EngineSpec
 
 if TYPE_CHECKING:
-    from imgbuild.gpus import GpuProbe
-    from imgbuild.plan import PlanResult
-    from imgbuild.sglanginstall import SglangInstall
+    from imgbuild.adapters.gpus import GpuProbe
+    from imgbuild.flows.plan import PlanResult
+    from imgbuild.knowledge.sglanginstall import SglangInstall
 
 ImageExporter = Callable[[str, Path], Path]
 
@@ -156,7 +156,7 @@ def check_model(
     if options.flags and host.checked:
         # The same planner as `imgbuild plan` and certify's preflight; imported here so that
         # a check without flags does not pay for loading it.
-        from imgbuild.plan import PlanOptions, plan_launch
+        from imgbuild.flows.plan import PlanOptions, plan_launch
 
         plan_options = PlanOptions(model=options.model, flags=options.flags, gpu=options.gpu, sglang=sglang.version)
         plan = plan_launch(plan_options, matrix=matrix, probe=probe, hub=hub, model_info=model)
@@ -305,7 +305,7 @@ def _sglang_under_test(options: CheckOptions, matrix: Matrix, export_image: Imag
     # Reading an installation's files is needed only for these sources: imported here.
     import tempfile
 
-    from imgbuild.sglanginstall import read_installation
+    from imgbuild.knowledge.sglanginstall import read_installation
 
     if options.image:
         if export_image is None:
@@ -356,7 +356,7 @@ def _install_of_python(python: str) -> SglangInstall:
 
 
 def _install_in_dirs(paths: list[Path], where: str, *, hint_python: bool) -> SglangInstall:
-    from imgbuild.sglanginstall import read_installation
+    from imgbuild.knowledge.sglanginstall import read_installation
 
     for path in paths:
         if path.is_dir():

@@ -23,7 +23,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from imgbuild.errors import MatrixError, UsageError
-from imgbuild.specs import (
+from imgbuild.knowledge.specs import (
     CudaSpec,
     EngineSpec,
     FeatureSpec,
@@ -32,7 +32,7 @@ from imgbuild.specs import (
     SpeculativeSpec,
 )
 
-_CHECKOUT_ROOT = Path(__file__).resolve().parent.parent
+_CHECKOUT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def data_root() -> Path:

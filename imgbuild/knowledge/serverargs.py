@@ -20,7 +20,7 @@ from typing import Any
 
 from imgbuild.errors import UsageError
 
-DATA_PATH = Path(__file__).resolve().parent / "data" / "server_args.json"
+DATA_PATH = Path(__file__).resolve().parents[1] / "data" / "server_args.json"
 ENV_PATH = "IMGBUILD_SERVER_ARGS"
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from imgbuild import __version__
 from imgbuild.errors import UsageError
-from imgbuild.matrix import data_root
-from imgbuild.specs import EngineSpec
-from imgbuild.recipe import (
+from imgbuild.knowledge.matrix import data_root
+from imgbuild.knowledge.specs import EngineSpec
+from imgbuild.knowledge.recipe import (
     BaseSpec,
     RecipeInputs,
     TargetSpec,

@@ -1,0 +1,5 @@
+"""python -m imgbuild.cli"""
+
+from imgbuild.cli.main import main
+
+main()
