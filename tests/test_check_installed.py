@@ -23,7 +23,7 @@ pytestmark = pytest.mark.network
 
 
 def wheel(version: str, *, installable: bool = False) -> Path:
-    """The real sglang wheel from PyPI (cached under .cache/wheels, shared with scripts/gen_matrix.py).
+    """The real sglang wheel from PyPI (cached under .cache/wheels, shared with scripts/gen_matrix).
 
     ``installable`` asks for one this interpreter can install (the generator keeps cp312 wheels).
     """

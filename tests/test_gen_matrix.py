@@ -1,7 +1,7 @@
-"""scripts/gen_matrix.py: the release-derived part of matrix.yaml and server_args.json.
+"""scripts/gen_matrix: the release-derived part of matrix.yaml and server_args.json.
 
 Most tests build small sglang-shaped wheels (zip files with dist-info METADATA, WHEEL,
-RECORD, a few sglang/srt/models/*.py and a server_args.py) and run the script on them;
+RECORD, a few sglang/srt/models/*.py and a server_args.py) and run the generator on them;
 one downloads the real 0.5.9 wheel from PyPI.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib.util
 import json
 import subprocess
 import sys
@@ -19,13 +18,20 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-_SPEC = importlib.util.spec_from_file_location("gen_matrix", REPO / "scripts" / "gen_matrix.py")
-gen_matrix = importlib.util.module_from_spec(_SPEC)
-sys.modules["gen_matrix"] = gen_matrix
-_SPEC.loader.exec_module(gen_matrix)
+from imgbuild.knowledge.sglanginstall import parse_entry_classes
 
-MARKER = gen_matrix.MARKER_LINE
+REPO = Path(__file__).resolve().parent.parent
+# scripts/ is no package of the project: the generator is imported as `gen_matrix` the way
+# `python scripts/gen_matrix` runs it (scripts/gen_matrix/__main__.py puts scripts/ first).
+if str(REPO / "scripts") not in sys.path:
+    sys.path.insert(0, str(REPO / "scripts"))
+import gen_matrix.emit as gen_emit  # noqa: E402
+import gen_matrix.main as gen_main  # noqa: E402
+import gen_matrix.server_args as gen_server_args  # noqa: E402
+import gen_matrix.torch_cuda as gen_torch_cuda  # noqa: E402
+import gen_matrix.wheels as gen_wheels  # noqa: E402
+
+MARKER = gen_emit.MARKER_LINE
 
 
 # --------------------------------------------------------------------------------------
@@ -206,7 +212,7 @@ def fake_release(tmp_path: Path) -> dict[str, Path]:
 
 
 def run_script(paths: dict[str, Path], *extra: str) -> int:
-    return gen_matrix.main([
+    return gen_main.main([
         "--wheel-dir", str(paths["wheels"]), "--cache", str(paths["cache"]), "--matrix", str(paths["matrix"]),
         "--server-args", str(paths["server_args"]), "--offline", "--jobs", "1", *extra,
     ])
@@ -298,7 +304,7 @@ def test_unknown_version_is_refused(fake_release: dict[str, Path], capsys) -> No
 
 def test_script_runs_as_a_command(fake_release: dict[str, Path]) -> None:
     result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "gen_matrix.py"), "--wheel-dir", str(fake_release["wheels"]),
+        [sys.executable, str(REPO / "scripts" / "gen_matrix"), "--wheel-dir", str(fake_release["wheels"]),
          "--cache", str(fake_release["cache"]), "--matrix", str(fake_release["matrix"]),
          "--server-args", str(fake_release["server_args"]), "--offline", "--versions", "0.5.9"],
         capture_output=True, text=True, timeout=60,
@@ -326,7 +332,7 @@ def test_script_runs_as_a_command(fake_release: dict[str, Path]) -> None:
     ],
 )
 def test_cuda_pins(requires: list[str], expected: dict[str, str]) -> None:
-    assert gen_matrix.cuda_pins(requires) == expected
+    assert gen_wheels.cuda_pins(requires) == expected
 
 
 @pytest.mark.parametrize(
@@ -345,7 +351,7 @@ def test_cuda_pins(requires: list[str], expected: dict[str, str]) -> None:
     ],
 )
 def test_select_wheel(filenames: list[str], expected: str | None) -> None:
-    assert gen_matrix.select_wheel(filenames) == expected
+    assert gen_wheels.select_wheel(filenames) == expected
 
 
 @pytest.mark.parametrize(
@@ -358,7 +364,7 @@ def test_select_wheel(filenames: list[str], expected: str | None) -> None:
     ],
 )
 def test_wheel_glibc(filename: str, expected: str | None) -> None:
-    assert gen_matrix.wheel_glibc(filename) == expected
+    assert gen_wheels.wheel_glibc(filename) == expected
 
 
 @pytest.mark.parametrize(
@@ -376,13 +382,13 @@ def test_wheel_glibc(filename: str, expected: str | None) -> None:
     ],
 )
 def test_parse_entry_classes(source: str, names: list[str], has_problem: bool) -> None:
-    found, problems = gen_matrix.parse_entry_classes(source)
+    found, problems = parse_entry_classes(source)
     assert found == names
     assert bool(problems) == has_problem
 
 
 def test_parse_server_args_reads_add_argument_calls() -> None:
-    specs = {s["flags"][0]: s for s in gen_matrix.parse_server_args(SERVER_ARGS_NEW)}
+    specs = {s["flags"][0]: s for s in gen_server_args.parse_server_args(SERVER_ARGS_NEW)}
     assert specs["--tp-size"] == {
         "flags": ["--tp-size", "--tp"], "dest": "tp_size", "action": "store", "type": "int",
         "choices": None, "default": 1, "nargs": None, "deprecated": False,
@@ -441,7 +447,7 @@ class Spec(msgspec.Struct):
         "sglang/srt/arg_groups/fields/spec.py": spec_module,
         "sglang/srt/arg_groups/choices.py": 'BASE = ["EAGLE", "NEXTN"]\nALGORITHMS = [*BASE, "NGRAM"]\n',
     }
-    specs = {s["flags"][0]: s for s in gen_matrix.parse_server_args(server_args, modules)}
+    specs = {s["flags"][0]: s for s in gen_server_args.parse_server_args(server_args, modules)}
     assert set(specs) == {
         "--host", "--speculative-algorithm", "--speculative-num-steps", "--mamba-ssm-dtype",
         "--disable-radix-cache", "--tensor-parallel-size", "--modules", "--page-size", "--old-flag",
@@ -468,12 +474,12 @@ class Spec(msgspec.Struct):
     ],
 )
 def test_torch_cuda_from_requires(requires: list[str], expected: str | None) -> None:
-    assert gen_matrix.torch_cuda_from_requires(requires) == expected
+    assert gen_torch_cuda.torch_cuda_from_requires(requires) == expected
 
 
 def test_render_engines_writes_deltas_in_version_order() -> None:
     row = {"requires_python": ">=3.10", "glibc": None, "pins": {"torch": "==2.9.1"}, "torch": "2.9.1", "cuda": "12.8"}
-    text = gen_matrix.render_engines([
+    text = gen_emit.render_engines([
         {**row, "version": "0.5.10", "architectures": ["A", "C"]},
         {**row, "version": "0.5.9", "architectures": ["A", "B"]},
     ])
@@ -497,7 +503,7 @@ def test_real_sglang_0_5_9_wheel(request: pytest.FixtureRequest) -> None:
              "-d", str(directory), "sglang==0.5.9"],
             check=True, timeout=300,
         )
-    info = gen_matrix.read_wheel(wheel)
+    info = gen_wheels.read_wheel(wheel)
     assert info["version"] == "0.5.9"
     assert {"Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "DeepseekV3ForCausalLM"} <= set(info["architectures"])
     assert info["pins"]["torch"] == "==2.9.1" and info["glibc"] is None
@@ -528,13 +534,13 @@ def test_real_sglang_0_5_9_wheel(request: pytest.FixtureRequest) -> None:
 )
 def test_parse_server_args_call_details(call: str, expected: dict) -> None:
     source = f'MODES = ("fast", "slow")\n\ndef add(p, LOCAL):\n    {call}\n'
-    (spec,) = gen_matrix.parse_server_args(source)
+    (spec,) = gen_server_args.parse_server_args(source)
     assert {key: spec[key] for key in expected} == expected
 
 
 def test_function_parameter_hides_module_constant() -> None:
     source = 'CHOICES = ["a"]\n\ndef add(p, CHOICES):\n    p.add_argument("--x", choices=CHOICES)\n'
-    (spec,) = gen_matrix.parse_server_args(source)
+    (spec,) = gen_server_args.parse_server_args(source)
     assert spec["choices"] is None
 
 
@@ -544,5 +550,5 @@ def test_choices_changed_under_a_module_level_if_keep_their_default() -> None:
         'if envs.ENABLE_ORACLE.get():\n    CHOICES.add("token_oracle")\n'
         'def add(p):\n    p.add_argument("--sampling-backend", choices=CHOICES)\n'
     )
-    (spec,) = gen_matrix.parse_server_args(source)
+    (spec,) = gen_server_args.parse_server_args(source)
     assert spec["choices"] == ["flashinfer", "pytorch"]

@@ -1,6 +1,6 @@
 """Launch flags read the way each SGLang release's argparse reads them.
 
-The flag tables are the shipped imgbuild/data/server_args.json, which scripts/gen_matrix.py
+The flag tables are the shipped imgbuild/data/server_args.json, which scripts/gen_matrix
 extracts from the real wheels.
 """
 
