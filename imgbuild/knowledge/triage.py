@@ -573,10 +573,33 @@ def _oom_phase(msgs: list[str], index: int, frames: Iterable[str]) -> str | None
     return phase
 
 
+@dataclass(frozen=True)
+class _Log:
+    """A log read once for diagnosis: its lines, their messages without the log prefix,
+    the messages that are scanned for a failure, and its tracebacks."""
+
+    lines: list[str]
+    msgs: list[str]
+    # msgs with everything up to "ready to roll" blanked: what came before that line did
+    # not stop the server (warnings, handled tracebacks, ignored imports).
+    scan: list[str]
+    tracebacks: list[_Traceback]
+    ready: bool
+
+
+def _read_log(lines: Iterable[str]) -> _Log:
+    kept = [ln.rstrip("\r\n") for ln in lines]
+    msgs = [strip_prefix(ln) for ln in kept]
+    ready_at = next((i for i, m in enumerate(msgs) if _READY.search(m)), None)
+    scan = msgs if ready_at is None else [""] * (ready_at + 1) + msgs[ready_at + 1:]
+    return _Log(lines=kept, msgs=msgs, scan=scan, tracebacks=_tracebacks(scan), ready=ready_at is not None)
+
+
 def _diagnose_at(
-    lines: list[str], msgs: list[str], index: int, sig: Signature, frames: tuple[str, ...],
-    *, via: str | None, extra_evidence: tuple[int, ...] = (), ready: bool,
+    log: _Log, index: int, sig: Signature, frames: tuple[str, ...],
+    *, via: str | None, extra_evidence: tuple[int, ...] = (),
 ) -> Diagnosis:
+    msgs = log.msgs
     cause = _exception_text(msgs, index) if _EXCEPTION.match(msgs[index].strip()) else msgs[index].strip()
     evidence_idx = sorted({index, *extra_evidence})
     phase = None
@@ -596,12 +619,12 @@ def _diagnose_at(
         failure_class=sig.failure_class,
         cause=cause,
         advice=advice,
-        evidence=tuple(lines[i].rstrip("\r\n") for i in evidence_idx),
+        evidence=tuple(log.lines[i].rstrip("\r\n") for i in evidence_idx),
         summary=summary,
         phase=phase,
         via=via,
         line_number=index + 1,
-        ready=ready,
+        ready=log.ready,
     )
 
 
@@ -612,11 +635,12 @@ def _last_before(msgs: list[str], index: int, pattern: re.Pattern[str]) -> int |
     return None
 
 
-def _refine_architecture(
-    lines: list[str], msgs: list[str], diag: Diagnosis, upto: int
-) -> Diagnosis:
+def _refine_architecture(log: _Log, diag: Diagnosis, upto: int) -> Diagnosis:
     """'not supported' after 'Ignore import error when loading sglang.srt.models.X':
     the module exists but failed to import (sglang issue 4253: a triton gcc build)."""
+    if diag.failure_class != UNSUPPORTED_ARCHITECTURE:
+        return diag
+    lines, msgs = log.lines, log.msgs
     for k in range(upto):
         m = _IMPORT_IGNORED.search(msgs[k])
         if not m:
@@ -649,120 +673,129 @@ def _refine_architecture(
 
 
 def diagnose_log(lines: Iterable[str]) -> Diagnosis:
-    """Classify an SGLang log (the whole log or an excerpt) by the catalog."""
-    lines = [ln.rstrip("\r\n") for ln in lines]
-    msgs = [strip_prefix(ln) for ln in lines]
-    ready_at = next((i for i, m in enumerate(msgs) if _READY.search(m)), None)
-    ready = ready_at is not None
-    # What came before "ready to roll" did not stop the server (warnings, handled
-    # tracebacks, ignored imports): a served log fails only by what follows that line.
-    msgs_scan = msgs if ready_at is None else [""] * (ready_at + 1) + msgs[ready_at + 1:]
-    tbs = _tracebacks(msgs_scan)
-    sigquit = next((i for i, m in enumerate(msgs_scan) if _SIGQUIT.search(m)), None)
+    """Classify an SGLang log (the whole log or an excerpt) by the catalog.
 
-    def finish(d: Diagnosis, upto: int) -> Diagnosis:
-        if d.failure_class == UNSUPPORTED_ARCHITECTURE:
-            return _refine_architecture(lines, msgs, d, upto)
-        return d
-
-    # 1. A child died: the first traceback above the sigquit line holds the cause.
+    A child's death (the sigquit line) decides alone; otherwise the first of: a traceback
+    whose exception matches a signature, a line matching one, a failure marker no
+    signature matches, a lone "Killed"."""
+    log = _read_log(lines)
+    sigquit = next((i for i, m in enumerate(log.scan) if _SIGQUIT.search(m)), None)
     if sigquit is not None:
-        above = [tb for tb in tbs if tb.start < sigquit]
-        extra = (sigquit,)
-        for tb in above[:1]:
-            if tb.exception is None:
-                break
-            text = _exception_text(msgs, tb.exception)
-            sig = _classify(msgs, tb)
-            if sig is not None:
-                d = _diagnose_at(lines, msgs, tb.exception, sig, tb.frames,
-                                 via=CHILD_FAILED, extra_evidence=extra, ready=ready)
-                return finish(d, tb.exception)
-            return Diagnosis(
-                failure_class=CHILD_FAILED,
-                cause=text,
-                advice=CHILD_FAILED_ADVICE,
-                evidence=(lines[tb.exception], lines[sigquit]),
-                summary="A scheduler process raised an exception that no signature matches.",
-                via=CHILD_FAILED,
-                line_number=tb.exception + 1,
-                ready=ready,
-            )
-        # No complete traceback above it: a signature line above still explains it.
-        hit = _first_signature(msgs_scan, 0, sigquit)
-        if hit is not None:
-            i, sig = hit
-            return finish(_diagnose_at(lines, msgs, i, sig, (), via=CHILD_FAILED,
-                                       extra_evidence=extra, ready=ready), i)
-        inferred = _infer_from_milestones(lines, msgs, sigquit, ready=ready, via=CHILD_FAILED)
-        if inferred is not None:
-            return inferred
-        return Diagnosis(
-            failure_class=CHILD_FAILED,
-            cause=msgs[sigquit].strip(),
-            advice=CHILD_FAILED_ADVICE,
-            evidence=(lines[sigquit],),
-            summary="A child process failed; its traceback is not in the log.",
-            via=CHILD_FAILED,
-            line_number=sigquit + 1,
-            ready=ready,
-        )
+        return _diagnose_child_failure(log, sigquit)
+    for step in (_diagnose_first_traceback, _diagnose_first_signature_line, _diagnose_unmatched_failure,
+                 _diagnose_killed):
+        found = step(log)
+        if found is not None:
+            return found
+    return Diagnosis(failure_class=NONE, ready=log.ready,
+                     summary="The log shows no failure." + (" The server became ready." if log.ready else ""))
 
-    # 2. The first traceback whose exception matches a signature.
-    for tb in tbs:
+
+def _diagnose_child_failure(log: _Log, sigquit: int) -> Diagnosis:
+    """A child died: the first traceback above the sigquit line holds the cause."""
+    lines, msgs = log.lines, log.msgs
+    above = [tb for tb in log.tracebacks if tb.start < sigquit]
+    extra = (sigquit,)
+    for tb in above[:1]:
         if tb.exception is None:
-            continue
+            break
         sig = _classify(msgs, tb)
         if sig is not None:
-            return finish(_diagnose_at(lines, msgs, tb.exception, sig, tb.frames, via=None,
-                                       ready=ready), tb.exception)
-
-    # 3. The first line anywhere matching a signature; a fatal one beats a warning.
-    hit = _first_signature(msgs_scan, 0, len(msgs), fatal_only=True) or _first_signature(msgs_scan, 0, len(msgs))
+            d = _diagnose_at(log, tb.exception, sig, tb.frames, via=CHILD_FAILED, extra_evidence=extra)
+            return _refine_architecture(log, d, tb.exception)
+        return Diagnosis(
+            failure_class=CHILD_FAILED,
+            cause=_exception_text(msgs, tb.exception),
+            advice=CHILD_FAILED_ADVICE,
+            evidence=(lines[tb.exception], lines[sigquit]),
+            summary="A scheduler process raised an exception that no signature matches.",
+            via=CHILD_FAILED,
+            line_number=tb.exception + 1,
+            ready=log.ready,
+        )
+    # No complete traceback above it: a signature line above still explains it.
+    hit = _first_signature(log.scan, 0, sigquit)
     if hit is not None:
         i, sig = hit
-        frames = _frames_above(tbs, i)
-        return finish(_diagnose_at(lines, msgs, i, sig, frames, via=None, ready=ready), i)
-
-    # 4. A failure marker with no signature.
-    marker = next(
-        (i for i, m in enumerate(msgs_scan) if _HIT_EXCEPTION.search(m) or _TRACEBACK.search(m)), None
+        return _refine_architecture(log, _diagnose_at(log, i, sig, (), via=CHILD_FAILED, extra_evidence=extra), i)
+    inferred = _infer_from_milestones(lines, msgs, sigquit, ready=log.ready, via=CHILD_FAILED)
+    if inferred is not None:
+        return inferred
+    return Diagnosis(
+        failure_class=CHILD_FAILED,
+        cause=msgs[sigquit].strip(),
+        advice=CHILD_FAILED_ADVICE,
+        evidence=(lines[sigquit],),
+        summary="A child process failed; its traceback is not in the log.",
+        via=CHILD_FAILED,
+        line_number=sigquit + 1,
+        ready=log.ready,
     )
-    if marker is not None:
-        for k in range(marker):
-            if _IMPORT_IGNORED.search(msgs_scan[k]) and (sig := _jit_signature(msgs[k])) is not None:
-                return Diagnosis(
-                    failure_class=JIT_BUILD_FAILED,
-                    cause=msgs[k].strip(),
-                    advice=sig.advice,
-                    evidence=(lines[k], lines[marker]),
-                    summary="A model module failed to import because a kernel build failed; "
-                    "the failure that followed is probably its consequence.",
-                    line_number=k + 1,
-                    confidence="inferred",
-                    ready=ready,
-                )
-        inferred = _infer_from_milestones(lines, msgs, marker, ready=ready, via=None)
-        if inferred is not None:
-            return inferred
-        exc = next((tb.exception for tb in tbs if tb.exception is not None), None)
-        at = exc if exc is not None else marker
-        return Diagnosis(
-            failure_class=UNKNOWN,
-            cause=_exception_text(msgs, at) if exc is not None else msgs[at].strip(),
-            advice=UNKNOWN_ADVICE,
-            evidence=(lines[at],),
-            summary="The log shows a failure that no known signature matches.",
-            line_number=at + 1,
-            ready=ready,
-        )
-    # 5. "Killed" alone explains a log only when nothing else does: SGLang's own teardown
-    # after a failure also ends in a SIGKILL (utils kill_process_tree).
-    killed = next((i for i, m in enumerate(msgs_scan) if _KILLED.matches(m)), None)
-    if killed is not None:
-        return _diagnose_at(lines, msgs, killed, _KILLED, (), via=None, ready=ready)
-    return Diagnosis(failure_class=NONE, ready=ready,
-                     summary="The log shows no failure." + (" The server became ready." if ready else ""))
+
+
+def _diagnose_first_traceback(log: _Log) -> Diagnosis | None:
+    """The first traceback whose exception matches a signature."""
+    for tb in log.tracebacks:
+        if tb.exception is None:
+            continue
+        sig = _classify(log.msgs, tb)
+        if sig is not None:
+            return _refine_architecture(log, _diagnose_at(log, tb.exception, sig, tb.frames, via=None), tb.exception)
+    return None
+
+
+def _diagnose_first_signature_line(log: _Log) -> Diagnosis | None:
+    """The first line anywhere matching a signature; a fatal one beats a warning."""
+    end = len(log.msgs)
+    hit = _first_signature(log.scan, 0, end, fatal_only=True) or _first_signature(log.scan, 0, end)
+    if hit is None:
+        return None
+    i, sig = hit
+    return _refine_architecture(log, _diagnose_at(log, i, sig, _frames_above(log.tracebacks, i), via=None), i)
+
+
+def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
+    """A failure marker (a traceback, 'Hit an exception') with no signature."""
+    lines, msgs = log.lines, log.msgs
+    marker = next((i for i, m in enumerate(log.scan) if _HIT_EXCEPTION.search(m) or _TRACEBACK.search(m)), None)
+    if marker is None:
+        return None
+    for k in range(marker):
+        if _IMPORT_IGNORED.search(log.scan[k]) and (sig := _jit_signature(msgs[k])) is not None:
+            return Diagnosis(
+                failure_class=JIT_BUILD_FAILED,
+                cause=msgs[k].strip(),
+                advice=sig.advice,
+                evidence=(lines[k], lines[marker]),
+                summary="A model module failed to import because a kernel build failed; "
+                "the failure that followed is probably its consequence.",
+                line_number=k + 1,
+                confidence="inferred",
+                ready=log.ready,
+            )
+    inferred = _infer_from_milestones(lines, msgs, marker, ready=log.ready, via=None)
+    if inferred is not None:
+        return inferred
+    exc = next((tb.exception for tb in log.tracebacks if tb.exception is not None), None)
+    at = exc if exc is not None else marker
+    return Diagnosis(
+        failure_class=UNKNOWN,
+        cause=_exception_text(msgs, at) if exc is not None else msgs[at].strip(),
+        advice=UNKNOWN_ADVICE,
+        evidence=(lines[at],),
+        summary="The log shows a failure that no known signature matches.",
+        line_number=at + 1,
+        ready=log.ready,
+    )
+
+
+def _diagnose_killed(log: _Log) -> Diagnosis | None:
+    """"Killed" alone explains a log only when nothing else does: SGLang's own teardown
+    after a failure also ends in a SIGKILL (utils kill_process_tree)."""
+    killed = next((i for i, m in enumerate(log.scan) if _KILLED.matches(m)), None)
+    if killed is None:
+        return None
+    return _diagnose_at(log, killed, _KILLED, (), via=None)
 
 
 def _first_signature(
