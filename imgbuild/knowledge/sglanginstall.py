@@ -54,65 +54,81 @@ def parse_entry_classes(source: str) -> tuple[list[str], list[str]]:
         tree = ast.parse(source)
     except SyntaxError as exc:
         return _entry_classes_by_text(source, exc)
-    classes: set[str] = set()
-    bindings: dict[str, ast.AST] = {}
-    imported: dict[str, str] = {}
-    entry: ast.AST | None = None
-    extra_entries: list[ast.AST] = []
-    problems: list[str] = []
+    module = _ModuleNames()
     for stmt in module_statements(tree.body):
+        module.read(stmt)
+    if module.entry is None:
+        return [], []
+    names: set[str] = set()
+    problems: list[str] = []
+    for node in [module.entry, *module.extra_entries]:
+        for element in module.elements(node):
+            resolved = module.resolve(element, frozenset())
+            if resolved is None:
+                fallback = element.id if isinstance(element, ast.Name) else None
+                problems.append(
+                    f"EntryClass element {ast.unparse(element)!r} not resolved to a class"
+                    + (f"; kept as {fallback!r}" if fallback else "; skipped")
+                )
+                if fallback:
+                    names.add(fallback)
+            else:
+                names.add(resolved)
+    return sorted(names), problems
+
+
+class _ModuleNames:
+    """What a model module's top-level statements bind: its classes, other assignments,
+    names imported from elsewhere, and the value(s) given to ``EntryClass``."""
+
+    def __init__(self) -> None:
+        self.classes: set[str] = set()
+        self.bindings: dict[str, ast.AST] = {}
+        self.imported: dict[str, str] = {}
+        self.entry: ast.AST | None = None
+        self.extra_entries: list[ast.AST] = []
+
+    def read(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.ClassDef):
-            classes.add(stmt.name)
-            bindings.pop(stmt.name, None)
-            imported.pop(stmt.name, None)
+            self.classes.add(stmt.name)
+            self.bindings.pop(stmt.name, None)
+            self.imported.pop(stmt.name, None)
         elif isinstance(stmt, ast.ImportFrom):
             for alias in stmt.names:
-                imported[alias.asname or alias.name] = alias.name
-                bindings.pop(alias.asname or alias.name, None)
+                self.imported[alias.asname or alias.name] = alias.name
+                self.bindings.pop(alias.asname or alias.name, None)
         elif isinstance(stmt, ast.Assign):
             for target in stmt.targets:
                 if isinstance(target, ast.Name):
-                    if target.id == "EntryClass":
-                        entry, extra_entries = stmt.value, []
-                    else:
-                        bindings[target.id] = stmt.value
+                    self._assign(target.id, stmt.value)
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value:
-            if stmt.target.id == "EntryClass":
-                entry, extra_entries = stmt.value, []
-            else:
-                bindings[stmt.target.id] = stmt.value
+            self._assign(stmt.target.id, stmt.value)
         elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
             if stmt.target.id == "EntryClass" and isinstance(stmt.op, ast.Add):
-                extra_entries.append(stmt.value)
-        elif (
-            isinstance(stmt, ast.Expr)
-            and isinstance(stmt.value, ast.Call)
-            and isinstance(stmt.value.func, ast.Attribute)
-            and isinstance(stmt.value.func.value, ast.Name)
-            and stmt.value.func.value.id == "EntryClass"
-            and stmt.value.func.attr in ("append", "extend")
-            and len(stmt.value.args) == 1
-        ):
-            extra_entries.append(
-                stmt.value.args[0]
-                if stmt.value.func.attr == "extend"
-                else ast.List(elts=[stmt.value.args[0]], ctx=ast.Load())
+                self.extra_entries.append(stmt.value)
+        elif _is_entry_append(stmt):
+            call = stmt.value  # type: ignore[attr-defined]
+            self.extra_entries.append(
+                call.args[0] if call.func.attr == "extend" else ast.List(elts=[call.args[0]], ctx=ast.Load())
             )
-    if entry is None:
-        return [], []
 
-    def resolve(node: ast.AST, seen: frozenset[str]) -> str | None:
+    def _assign(self, name: str, value: ast.AST) -> None:
+        if name == "EntryClass":
+            self.entry, self.extra_entries = value, []
+        else:
+            self.bindings[name] = value
+
+    def resolve(self, node: ast.AST, seen: frozenset[str]) -> str | None:
+        """The ``__name__`` of the class ``node`` evaluates to, or None."""
         if isinstance(node, ast.Name):
             name = node.id
             if name in seen:
                 return None
-            if name in bindings:
-                return resolve(bindings[name], seen | {name})
-            if name in classes:
+            if name in self.bindings:
+                return self.resolve(self.bindings[name], seen | {name})
+            if name in self.classes:
                 return name
-            if name in imported:
-                return imported[name]
-            return None
+            return self.imported.get(name)
         if isinstance(node, ast.Attribute):
             # `module.ClassName`: the class keeps its own name.
             return node.attr
@@ -127,33 +143,31 @@ def parse_entry_classes(source: str) -> tuple[list[str], list[str]]:
             return node.args[0].value
         return None
 
-    def elements(node: ast.AST) -> list[ast.AST]:
+    def elements(self, node: ast.AST) -> list[ast.AST]:
+        """The elements of a list, tuple, sum of them or name bound to one; else [node]."""
         if isinstance(node, (ast.List, ast.Tuple)):
             out: list[ast.AST] = []
             for element in node.elts:
-                out.extend(elements(element.value) if isinstance(element, ast.Starred) else [element])
+                out.extend(self.elements(element.value) if isinstance(element, ast.Starred) else [element])
             return out
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return elements(node.left) + elements(node.right)
-        if isinstance(node, ast.Name) and isinstance(bindings.get(node.id), (ast.List, ast.Tuple, ast.BinOp)):
-            return elements(bindings[node.id])
+            return self.elements(node.left) + self.elements(node.right)
+        if isinstance(node, ast.Name) and isinstance(self.bindings.get(node.id), (ast.List, ast.Tuple, ast.BinOp)):
+            return self.elements(self.bindings[node.id])
         return [node]
 
-    names: set[str] = set()
-    for node in [entry, *extra_entries]:
-        for element in elements(node):
-            resolved = resolve(element, frozenset())
-            if resolved is None:
-                fallback = element.id if isinstance(element, ast.Name) else None
-                problems.append(
-                    f"EntryClass element {ast.unparse(element)!r} not resolved to a class"
-                    + (f"; kept as {fallback!r}" if fallback else "; skipped")
-                )
-                if fallback:
-                    names.add(fallback)
-            else:
-                names.add(resolved)
-    return sorted(names), problems
+
+def _is_entry_append(stmt: ast.stmt) -> bool:
+    """``EntryClass.append(X)`` or ``EntryClass.extend(X)``."""
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and isinstance(stmt.value.func, ast.Attribute)
+        and isinstance(stmt.value.func.value, ast.Name)
+        and stmt.value.func.value.id == "EntryClass"
+        and stmt.value.func.attr in ("append", "extend")
+        and len(stmt.value.args) == 1
+    )
 
 
 def _entry_classes_by_text(source: str, exc: SyntaxError) -> tuple[list[str], list[str]]:
