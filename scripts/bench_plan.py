@@ -27,19 +27,18 @@ def main() -> None:
     args = parser.parse_args()
 
     t0 = time.perf_counter()
+    from imgbuild.flows.plan import memory_inputs
     from imgbuild.knowledge.launchflags import parse_flags
     from imgbuild.knowledge.matrix import load_matrix
-    from imgbuild.knowledge.memory import plan_memory, rules_for
+    from imgbuild.knowledge.memory import plan_memory, rules_for, startup_allowance_gib
     from imgbuild.knowledge.modelinfo import inspect_model
-    from imgbuild.knowledge.memory import geometry_from_config
-    from imgbuild.flows.plan import GpuView, memory_inputs
     from imgbuild.knowledge.serverargs import load_server_args
-    from imgbuild.knowledge.memory import startup_allowance_gib
+    from imgbuild.knowledge.suggest import GpuView
 
     matrix = load_matrix()
     data = load_server_args(args.server_args)
     info = inspect_model(str(ROOT / "examples" / "qwen3.6-27b"))
-    geometry = geometry_from_config(info.config, checkpoint_bytes=info.weight_bytes, checkpoint_parameters=info.parameters)
+    geometry = info.geometry  # what plan_launch hands memory: read once, by modelinfo
     spec, _ = matrix.resolve_gpu("RTX A6000x8")
     setup_s = time.perf_counter() - t0
 

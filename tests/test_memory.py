@@ -22,7 +22,6 @@ import pytest
 from imgbuild.knowledge.memory import (
     GIB,
     MemoryInputs,
-    geometry_from_config,
     kv_cell_bytes,
     mamba_state,
     plan_memory,
@@ -30,6 +29,11 @@ from imgbuild.knowledge.memory import (
     split_weights,
     startup_allowance_gib,
     weights_per_gpu_bytes,
+)
+from imgbuild.knowledge.modelinfo import (
+    describe_model,
+    inspect_model,
+    read_geometry,
 )
 from imgbuild.knowledge.triage import read_figures
 
@@ -40,14 +44,8 @@ QWEN36 = ROOT / "examples" / "qwen3.6-27b"
 
 
 def load_geometry(model_dir: Path):
-    config = json.loads((model_dir / "config.json").read_text())
-    index_path = model_dir / "model.safetensors.index.json"
-    meta: dict[str, Any] = {}
-    if index_path.exists():
-        meta = json.loads(index_path.read_text()).get("metadata", {})
-    return geometry_from_config(
-        config, checkpoint_bytes=meta.get("total_size"), checkpoint_parameters=meta.get("total_parameters")
-    )
+    """The geometry the planner gets: the one modelinfo reads (config.json and the index)."""
+    return inspect_model(str(model_dir)).geometry
 
 
 def log_lines(name: str) -> list[str]:
@@ -238,7 +236,7 @@ def test_bfloat16_ssm_state_halves_the_temporal_part_only() -> None:
     ids=["hybrid-tp2", "hybrid-tp8", "hybrid-fp8", "llama", "mla"],
 )
 def test_kv_cell_bytes_follow_sglang_cell_size(config: dict, tp: int, kv_dtype: str, cell: int) -> None:
-    g = load_geometry(config["file"]) if "file" in config else geometry_from_config(config)
+    g = load_geometry(config["file"]) if "file" in config else read_geometry(config)
     assert kv_cell_bytes(g, attn_tp=tp, kv_cache_dtype=kv_dtype) == cell
 
 
@@ -256,7 +254,7 @@ def test_mla_kv_pool_size_matches_the_deepseek_log() -> None:
     line = next(x for x in lines if "KV Cache is allocated" in x)
     tokens = int(re.search(r"#tokens: (\d+)", line).group(1))
     logged_gib = float(re.search(r"KV size: ([\d.]+) GB", line).group(1))
-    cell = kv_cell_bytes(geometry_from_config(DEEPSEEK_V3), attn_tp=1)
+    cell = kv_cell_bytes(read_geometry(DEEPSEEK_V3), attn_tp=1)
     assert rel_err((tokens + 1) * cell / GIB, logged_gib) <= 0.02
 
 
@@ -333,21 +331,66 @@ def test_data_modules_import_no_adapter_library() -> None:
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize(
-    "config_path",
-    [pytest.param(QWEN36 / "config.json", id="qwen3.6-27b")]
-    + [pytest.param(path, id=path.parent.name) for path in sorted(MODELS.glob("*/config.json"))],
-)
-def test_geometry_reads_layers_and_quantization_as_modelinfo_does(config_path: Path) -> None:
-    from imgbuild.knowledge.modelinfo import describe_model
+MODEL_DIRS = [pytest.param(QWEN36, id="qwen3.6-27b")] + [
+    pytest.param(path.parent, id=path.parent.name) for path in sorted(MODELS.glob("*/config.json"))
+]
 
-    config = json.loads(config_path.read_text())
-    geometry = geometry_from_config(config)
-    info = describe_model(config, None, source=str(config_path))
-    seen = (geometry.full_attention_layers, geometry.linear_attention_layers, geometry.mtp_layers,
-            geometry.quantization, geometry.sliding_window)
-    assert seen == (info.full_attention_layers, info.linear_attention_layers, info.mtp_layers,
-                    info.quantization, info.sliding_window)
+
+@pytest.mark.parametrize("model_dir", MODEL_DIRS)
+def test_inspect_and_the_planner_count_the_same_parameters(model_dir: Path) -> None:
+    """One counter: inspect's parameters are what the planner's weight split adds up to, and
+    for an unquantized checkpoint its weight bytes at TP 1 are those parameters (less the
+    MTP layers the target skips) times the dtype."""
+    info = inspect_model(str(model_dir))
+    g = info.geometry
+    split = split_weights(g, tp=1)
+    assert sum(info.parameter_breakdown.values()) == split.model_total_params
+    assert info.parameters == split.model_total_params + split.unexplained_params
+    assert info.parameter_breakdown["mtp"] == split.mtp_total_params
+    if not g.quantization:
+        target = info.parameters - split.mtp_total_params
+        assert weights_per_gpu_bytes(g, split, tp=1) == target * g.dtype_bytes
+        assert info.weight_bytes == info.parameters * g.dtype_bytes
+
+
+@pytest.mark.parametrize("model_dir", MODEL_DIRS)
+def test_the_planner_reads_the_geometry_inspect_read(model_dir: Path) -> None:
+    """The planner takes ModelInfo.geometry; describe_model's fields are read from it."""
+    info = inspect_model(str(model_dir))
+    g = info.geometry
+    assert g == read_geometry(info.config, checkpoint_bytes=g.checkpoint_bytes, checkpoint_parameters=g.checkpoint_parameters)
+    seen = (g.full_attention_layers, g.linear_attention_layers, g.mtp_layers, g.quantization, g.sliding_window,
+            g.hidden_size, g.num_layers, g.num_kv_heads, g.vocab_size, g.vision is not None)
+    assert seen == (info.full_attention_layers, info.linear_attention_layers, info.mtp_layers, info.quantization,
+                    info.sliding_window, info.hidden_size, info.num_hidden_layers, info.num_key_value_heads,
+                    info.vocab_size, info.has_vision)
+
+
+def test_checkpoint_evidence_comes_from_the_index_only() -> None:
+    """A count from the shapes is not evidence: without an index the geometry holds no checkpoint figures."""
+    with_index = load_geometry(QWEN36)
+    assert (with_index.checkpoint_parameters, with_index.checkpoint_bytes) == (27_781_427_952, 55_562_855_904)
+    without = load_geometry(MODELS / "llama-3.1-8b")
+    assert (without.checkpoint_parameters, without.checkpoint_bytes) == (None, None)
+
+
+def test_an_unmodelled_vision_tower_is_counted_from_the_index_not_guessed() -> None:
+    config = {**LLAMA_LIKE, "vision_config": {"model_type": "clip_vision_model", "hidden_size": 1024, "num_hidden_layers": 24}}
+    g = read_geometry(config)
+    assert g.vision is not None and g.vision.kind == "opaque"
+    assert describe_model(config, None, source="llava-like").parameter_breakdown["vision"] == 0
+    index = {"metadata": {"total_parameters": 8_030_261_248 + 303_000_000}}
+    info = describe_model(config, index, source="llava-like")
+    split = split_weights(info.geometry, tp=2)
+    assert split.vision_total_params == 303_000_000 and split.vision_per_gpu_params == 303_000_000
+
+
+LLAMA_LIKE = {
+    "architectures": ["LlavaForConditionalGeneration"], "model_type": "llava",
+    "text_config": {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256},
+    "torch_dtype": "bfloat16",
+}  # fmt: skip
 
 
 def test_replanning_reuses_the_weight_split_only_for_the_same_geometry() -> None:

@@ -10,6 +10,10 @@ import pytest
 
 from imgbuild.errors import UsageError
 from imgbuild.knowledge.modelinfo import (
+    QWEN3_VL_PATCH_SIZE,
+    QWEN3_VL_TEMPORAL_PATCH_SIZE,
+    describe_model,
+    read_geometry,
     attention_layer_counts,
     inspect_model,
     moe_layer_count,
@@ -141,8 +145,34 @@ def test_split_hub_id(text: str, expected: tuple[str, str] | None) -> None:
     assert split_hub_id(text) == expected
 
 
-# ----------------------------------------------------------------------------- shared config readers
-# imgbuild.knowledge.memory.geometry_from_config reads config.json through these too.
+# ----------------------------------------------------------------------------- vision defaults
+
+QWEN36_VISION = {
+    "architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
+    "text_config": {"hidden_size": 5120, "num_hidden_layers": 64, "num_attention_heads": 24, "vocab_size": 248320},
+    "vision_config": {"model_type": "qwen3_5", "depth": 27, "hidden_size": 1152, "intermediate_size": 4304,
+                      "out_hidden_size": 5120, "in_channels": 3, "spatial_merge_size": 2},
+}  # fmt: skip
+
+
+def test_vision_patch_defaults_are_transformers_qwen3_vl_defaults() -> None:
+    """patch_size 16 and temporal_patch_size 2 when vision_config leaves them out: the defaults of
+    Qwen3VLVisionConfig and Qwen3_5VisionConfig in transformers (configuration_qwen3_vl.py,
+    configuration_qwen3_5.py), so the patch embedding is 3 x 2 x 16 x 16 x 1152 + 1152."""
+    assert (QWEN3_VL_PATCH_SIZE, QWEN3_VL_TEMPORAL_PATCH_SIZE) == (16, 2)
+    vision = read_geometry(QWEN36_VISION).vision
+    assert vision is not None and (vision.kind, vision.patch_size, vision.temporal_patch_size) == ("qwen3-vl", 16, 2)
+    explicit = json.loads(json.dumps(QWEN36_VISION))
+    explicit["vision_config"].update(patch_size=16, temporal_patch_size=2)
+    assert read_geometry(explicit).vision == vision
+    info = describe_model(QWEN36_VISION, None, source="qwen3.6-vision")
+    # the seed checkpoint's tower (it spells the fields out) counts what the index holds for it
+    seed = inspect_model(str(SEED_MODEL))
+    assert info.parameter_breakdown["vision"] == seed.parameter_breakdown["vision"]
+
+
+# ----------------------------------------------------------------------------- config readers
+# read_geometry reads config.json through these.
 
 GDN_SHAPES = {"linear_num_value_heads": 32, "linear_key_head_dim": 128}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,48 @@ def test_command_line_is_parsed_like_flags(matrix) -> None:
     opts = PlanOptions(command=command, gpu="RTX A6000x2", sglang="0.5.11", server_args_path=SERVER_ARGS)
     result = plan_launch(opts, matrix=matrix)
     assert result.verdict == "refused" and result.launch_flags == tuple(SEED_FLAGS)
+
+
+def test_an_already_split_command_plans_like_its_text(matrix, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI splits --command once (to choose a Hub) and hands plan the LaunchCommand; plan does not split it again."""
+    from imgbuild.flows import plan as plan_flow
+    from imgbuild.knowledge.launchflags import split_command
+
+    command = "python -m sglang.launch_server --model-path " + MODEL + " " + " ".join(SEED_FLAGS)
+    text = plan_launch(PlanOptions(command=command, gpu="RTX A6000x2", sglang="0.5.11", server_args_path=SERVER_ARGS),
+                       matrix=matrix)
+    split = split_command(command)
+
+    def no_second_split(_: str) -> None:
+        raise AssertionError("plan split the command again")
+
+    monkeypatch.setattr(plan_flow, "split_command", no_second_split)
+    opts = PlanOptions(command=split, flags=("--max-running-requests", "8"), gpu="RTX A6000x2", sglang="0.5.11",
+                       server_args_path=SERVER_ARGS)
+    assert plan_flow.launch_model_and_flags(opts) == (MODEL, tuple(SEED_FLAGS) + ("--max-running-requests", "8"))
+    again = plan_launch(replace(opts, flags=()), matrix=matrix)
+    assert again.to_dict() == text.to_dict()
+
+
+def test_plan_reads_the_model_once_and_hands_memory_its_geometry(matrix, monkeypatch: pytest.MonkeyPatch) -> None:
+    """modelinfo reads config.json once; memory gets ModelInfo.geometry (check's ModelInfo is reused as it is)."""
+    from imgbuild.knowledge import modelinfo
+
+    reads: list[str] = []
+    real = modelinfo.read_model_files
+
+    def counting(source: str, **kw):  # noqa: ANN202 - the real signature
+        reads.append(source)
+        return real(source, **kw)
+
+    monkeypatch.setattr(modelinfo, "read_model_files", counting)
+    info = modelinfo.inspect_model(MODEL)
+    result = plan_launch(PlanOptions(model=MODEL, flags=("--tp", "2"), gpu="RTX A6000x2", sglang="0.5.11",
+                                     server_args_path=SERVER_ARGS), matrix=matrix, model_info=info)
+    assert reads == [MODEL]
+    assert result.plan.weights_gib > 0 and result.architecture == info.geometry.architecture
+    plan_launch(PlanOptions(model=MODEL, gpu="RTX A6000x2", sglang="0.5.11", server_args_path=SERVER_ARGS), matrix=matrix)
+    assert reads == [MODEL, MODEL]
 
 
 def test_live_gpus_come_from_the_probe(matrix) -> None:

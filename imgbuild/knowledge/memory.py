@@ -32,16 +32,14 @@ from typing import Any
 
 from imgbuild.knowledge.modelinfo import (
     DTYPE_BYTES,
-    attention_layer_counts,
-    config_dtype,
-    expert_count,
-    moe_layer_count,
-    mtp_layer_count,
-    quant_method,
-    read_int,
-    shared_expert_intermediate,
-    sliding_window,
-    text_config_of,
+    ModelGeometry,
+    VisionGeometry,
+    attention_params,
+    gdn_params,
+    mlp_params,
+    mtp_layer_params,
+    vision_params,
+    vocab_per_gpu,
 )
 
 GIB = float(1 << 30)
@@ -109,192 +107,12 @@ def rules_for(version: str) -> Rules:
 
 
 # ----------------------------------------------------------------------------- geometry
+# ModelGeometry and VisionGeometry are read by imgbuild.knowledge.modelinfo (read_geometry).
 
-@dataclass(frozen=True)
-class VisionGeometry:
-    kind: str  # "qwen3-vl" (shapes known) | "opaque" (params from the index)
-    depth: int = 0
-    hidden_size: int = 0
-    intermediate_size: int = 0
-    out_hidden_size: int = 0
-    patch_size: int = 0
-    temporal_patch_size: int = 1
-    in_channels: int = 3
-    spatial_merge_size: int = 2
-    num_position_embeddings: int = 0
-    deepstack_layers: int = 0
-    num_hidden_layers_attr: int | None = None  # what adjust_mem_fraction_for_vlm reads
-
-
-@dataclass(frozen=True)
-class ModelGeometry:
-    """The shapes SGLang's memory accounting needs, read from config.json."""
-
-    architecture: str
-    model_type: str
-    hidden_size: int
-    num_layers: int
-    num_attention_heads: int
-    num_kv_heads: int
-    head_dim: int
-    v_head_dim: int
-    vocab_size: int
-    intermediate_size: int
-    max_position_embeddings: int
-    tie_word_embeddings: bool
-    dtype_bytes: int
-    attn_output_gate: bool = False
-    qk_norm: bool = False
-    qkv_bias: bool = False
-    # hybrid linear attention (Gated DeltaNet)
-    full_attention_layers: int = 0
-    linear_attention_layers: int = 0
-    linear_num_key_heads: int = 0
-    linear_num_value_heads: int = 0
-    linear_key_head_dim: int = 0
-    linear_value_head_dim: int = 0
-    linear_conv_kernel_dim: int = 4
-    mamba_ssm_dtype: str | None = None
-    # MLA
-    mla: bool = False
-    kv_lora_rank: int = 0
-    q_lora_rank: int = 0
-    qk_nope_head_dim: int = 0
-    qk_rope_head_dim: int = 0
-    # MoE
-    num_experts: int = 0
-    moe_intermediate_size: int = 0
-    shared_expert_intermediate_size: int = 0
-    moe_layers: int = 0
-    # speculative draft layers in the checkpoint (MTP / NextN)
-    mtp_layers: int = 0
-    mtp_has_own_embeddings: bool = False  # DeepSeek's NextN layer ships embed + head copies
-    vision: VisionGeometry | None = None
-    multimodal: bool = False
-    quantization: str | None = None
-    sliding_window: int | None = None
-    checkpoint_bytes: int | None = None  # index total_size
-    checkpoint_parameters: int | None = None  # index total_parameters
-
-    @property
-    def hybrid(self) -> bool:
-        return self.linear_attention_layers > 0
-
-    @property
-    def kv_layers(self) -> int:
-        return self.full_attention_layers if self.hybrid else self.num_layers
-
-
-# Architectures whose vision tower SGLang builds from Qwen3-VL's blocks (models/qwen3_vl.py)
-_QWEN3_VL_VISION = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
 # configs/model_config.py piecewise_cuda_graph_disabled_model_archs (0.5.11)
 PIECEWISE_DISABLED_ARCHS = frozenset(
     {"DeepseekV32ForCausalLM", "Qwen3NextForCausalLM", "GlmMoeDsaForCausalLM", "BailingMoeV2_5ForCausalLM", "LLaDAModelLM"}
 )
-
-
-def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int) -> VisionGeometry | None:
-    """The vision tower: Qwen3-VL's blocks when SGLang builds it from them (models/qwen3_vl.py),
-    else only what adjust_mem_fraction_for_vlm reads (server_args.py)."""
-    if not isinstance(vision_cfg, dict):
-        return None
-    if model_type in _QWEN3_VL_VISION or str(vision_cfg.get("model_type", "")).startswith(("qwen3", "qwen3_5")):
-        return VisionGeometry(
-            kind="qwen3-vl",
-            depth=read_int(vision_cfg, "depth", "num_hidden_layers", default=0),
-            hidden_size=read_int(vision_cfg, "hidden_size", default=0),
-            intermediate_size=read_int(vision_cfg, "intermediate_size", default=0),
-            out_hidden_size=read_int(vision_cfg, "out_hidden_size", default=text_hidden),
-            patch_size=read_int(vision_cfg, "patch_size", default=16),
-            temporal_patch_size=read_int(vision_cfg, "temporal_patch_size", default=2),
-            in_channels=read_int(vision_cfg, "in_channels", default=3),
-            spatial_merge_size=read_int(vision_cfg, "spatial_merge_size", default=2),
-            num_position_embeddings=read_int(vision_cfg, "num_position_embeddings", default=2304),
-            deepstack_layers=len(vision_cfg.get("deepstack_visual_indexes") or []),
-            num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
-        )
-    return VisionGeometry(
-        kind="opaque",
-        hidden_size=read_int(vision_cfg, "hidden_size", default=0),
-        num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
-    )
-
-
-def geometry_from_config(
-    config: dict[str, Any],
-    *,
-    checkpoint_bytes: int | None = None,
-    checkpoint_parameters: int | None = None,
-) -> ModelGeometry:
-    """Read the shapes from a Hugging Face config.json (top level, as loaded)."""
-    architectures = config.get("architectures") or ["?"]
-    arch = str(architectures[0])
-    text = text_config_of(config)
-    model_type = str(config.get("model_type") or text.get("model_type") or "")
-    hidden = read_int(text, "hidden_size", "d_model", default=0)
-    layers = read_int(text, "num_hidden_layers", "n_layer", "num_layers", default=0)
-    heads = read_int(text, "num_attention_heads", "n_head", default=0)
-    kv_heads = read_int(text, "num_key_value_heads", default=heads) or heads
-    head_dim = read_int(text, "head_dim", default=(hidden // heads if heads else 0)) or (hidden // heads if heads else 0)
-    dtype_name = config_dtype(config, text)
-    # SGLang serves float32 checkpoints in bfloat16 (configs/model_config.py _get_and_verify_dtype)
-    dtype_bytes = min(DTYPE_BYTES.get(dtype_name.replace("torch.", ""), 2), 2)
-    tie = bool(config.get("tie_word_embeddings", text.get("tie_word_embeddings", False)))
-    quantization = quant_method(config) or quant_method(text)
-    # layer kinds: layer_types list, else Qwen3-Next's full_attention_interval
-    full_layers, linear_layers = attention_layer_counts(text, layers, architecture=arch)
-
-    mla = bool(text.get("kv_lora_rank")) and arch.startswith(("Deepseek", "KimiK2", "Kimi"))
-    num_experts = expert_count(text)
-    moe_inter = read_int(text, "moe_intermediate_size", default=read_int(text, "intermediate_size", default=0))
-    shared_inter = shared_expert_intermediate(text, moe_inter)
-    moe_layers = moe_layer_count(text, layers)
-    mtp = mtp_layer_count(text)
-    vision = _vision_geometry(config.get("vision_config"), model_type=model_type, text_hidden=hidden)
-
-    return ModelGeometry(
-        architecture=arch,
-        model_type=model_type,
-        hidden_size=hidden,
-        num_layers=layers,
-        num_attention_heads=heads,
-        num_kv_heads=kv_heads,
-        head_dim=read_int(text, "qk_nope_head_dim", default=0) + read_int(text, "qk_rope_head_dim", default=0) if mla else head_dim,
-        v_head_dim=read_int(text, "v_head_dim", default=head_dim) if mla else head_dim,
-        vocab_size=read_int(text, "vocab_size", default=read_int(config, "vocab_size", default=0)),
-        intermediate_size=read_int(text, "intermediate_size", default=0),
-        max_position_embeddings=read_int(text, "max_position_embeddings", "max_sequence_length", "seq_length", default=2048),
-        tie_word_embeddings=tie,
-        dtype_bytes=dtype_bytes,
-        attn_output_gate=bool(text.get("attn_output_gate", False)),
-        qk_norm=model_type.startswith(("qwen3", "qwen3_5")) or arch.startswith("Qwen3"),
-        qkv_bias=model_type.startswith("qwen2") or bool(text.get("attention_bias", False)),
-        full_attention_layers=full_layers,
-        linear_attention_layers=linear_layers,
-        linear_num_key_heads=read_int(text, "linear_num_key_heads", default=0),
-        linear_num_value_heads=read_int(text, "linear_num_value_heads", default=0),
-        linear_key_head_dim=read_int(text, "linear_key_head_dim", default=0),
-        linear_value_head_dim=read_int(text, "linear_value_head_dim", default=0),
-        linear_conv_kernel_dim=read_int(text, "linear_conv_kernel_dim", default=4),
-        mamba_ssm_dtype=text.get("mamba_ssm_dtype") or config.get("mamba_ssm_dtype"),
-        mla=mla,
-        kv_lora_rank=read_int(text, "kv_lora_rank", default=0),
-        q_lora_rank=read_int(text, "q_lora_rank", default=0),
-        qk_nope_head_dim=read_int(text, "qk_nope_head_dim", default=0),
-        qk_rope_head_dim=read_int(text, "qk_rope_head_dim", default=0),
-        num_experts=num_experts,
-        moe_intermediate_size=moe_inter if num_experts else 0,
-        shared_expert_intermediate_size=shared_inter,
-        moe_layers=moe_layers,
-        mtp_layers=mtp,
-        mtp_has_own_embeddings=arch.startswith("Deepseek") and mtp > 0,
-        vision=vision,
-        multimodal=vision is not None,
-        quantization=quantization,
-        sliding_window=sliding_window(text),
-        checkpoint_bytes=checkpoint_bytes,
-        checkpoint_parameters=checkpoint_parameters,
-    )
 
 
 # ----------------------------------------------------------------------------- weights
@@ -321,113 +139,18 @@ class WeightSplit:
         return params_per_gpu * geom.dtype_bytes
 
 
-def _vocab_per_gpu(vocab: int, tp: int) -> int:
-    # layers/vocab_parallel_embedding.py: vocab padded to a multiple of 64, split evenly
-    padded = (vocab + 63) // 64 * 64
-    return math.ceil(padded / tp)
-
-
-def _attention_params(g: ModelGeometry, tp: int) -> tuple[float, int]:
-    """One full-attention block: (per GPU, total). models/qwen3_5.py, llama.py, deepseek_v2.py."""
+def _target_params(g: ModelGeometry, *, tp: int, pp: int, attn_tp: int) -> tuple[float, int, float]:
+    """(per GPU, total, per-GPU linear projections) of the target model: decoder layers, embeddings, final norm."""
     h = g.hidden_size
-    if g.mla:
-        nope_rope = g.qk_nope_head_dim + g.qk_rope_head_dim
-        heads_tp = g.num_attention_heads / tp
-        replicated = h * (g.kv_lora_rank + g.qk_rope_head_dim) + g.kv_lora_rank  # kv_a_proj_with_mqa + norm
-        sharded_total = g.kv_lora_rank * g.num_attention_heads * (g.qk_nope_head_dim + g.v_head_dim)  # kv_b_proj
-        sharded_total += g.num_attention_heads * g.v_head_dim * h  # o_proj
-        if g.q_lora_rank:
-            replicated += h * g.q_lora_rank + g.q_lora_rank  # q_a_proj + q_a_layernorm
-            sharded_total += g.q_lora_rank * g.num_attention_heads * nope_rope
-        else:
-            sharded_total += h * g.num_attention_heads * nope_rope
-        per_gpu = replicated + sharded_total * heads_tp / g.num_attention_heads
-        return per_gpu, replicated + sharded_total
-    hd = g.head_dim
-    q_out = g.num_attention_heads * hd * (2 if g.attn_output_gate else 1)
-    kv_per_gpu_heads = max(1, g.num_kv_heads // tp) if g.num_kv_heads < tp else g.num_kv_heads / tp
-    total = h * q_out + 2 * h * g.num_kv_heads * hd + g.num_attention_heads * hd * h
-    per_gpu = (h * q_out + g.num_attention_heads * hd * h) / tp + 2 * h * kv_per_gpu_heads * hd
-    if g.qkv_bias:
-        total += q_out + 2 * g.num_kv_heads * hd
-        per_gpu += q_out / tp + 2 * kv_per_gpu_heads * hd
-    if g.qk_norm:
-        total += 2 * hd
-        per_gpu += 2 * hd
-    return per_gpu, total
-
-
-def _gdn_params(g: ModelGeometry, tp: int) -> tuple[float, int]:
-    """One Gated DeltaNet block (models/qwen3_5.py Qwen3_5GatedDeltaNet, qwen3_next.py)."""
-    h = g.hidden_size
-    key_dim = g.linear_num_key_heads * g.linear_key_head_dim
-    value_dim = g.linear_num_value_heads * g.linear_value_head_dim
-    conv_dim = 2 * key_dim + value_dim
-    sharded = h * (conv_dim + value_dim + 2 * g.linear_num_value_heads)  # in_proj qkv, z, b, a
-    sharded += conv_dim * g.linear_conv_kernel_dim  # conv1d
-    sharded += 2 * g.linear_num_value_heads  # dt_bias, A_log
-    sharded += value_dim * h  # out_proj
-    replicated = g.linear_value_head_dim  # gated RMSNorm over one head
-    return replicated + sharded / tp, replicated + sharded
-
-
-def _mlp_params(g: ModelGeometry, tp: int, *, moe: bool) -> tuple[float, int]:
-    h = g.hidden_size
-    if not moe:
-        total = 3 * h * g.intermediate_size
-        return total / tp, total
-    experts = g.num_experts * 3 * h * g.moe_intermediate_size
-    shared = 3 * h * g.shared_expert_intermediate_size
-    router = h * g.num_experts
-    replicated = router
-    if g.shared_expert_intermediate_size and g.model_type.startswith("qwen"):
-        replicated += h  # shared_expert_gate
-    if g.architecture.startswith("Deepseek"):
-        replicated += g.num_experts  # e_score_correction_bias
-    return replicated + (experts + shared) / tp, replicated + experts + shared
-
-
-def _vision_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
-    """Qwen3-VL vision tower (models/qwen3_vl.py): linear layers TP-sharded unless
-    --mm-enable-dp-encoder; patch/pos embeddings, LayerNorms and row-parallel biases replicated."""
-    d, inter = v.hidden_size, v.intermediate_size
-    patch = v.in_channels * v.temporal_patch_size * v.patch_size**2 * d + d
-    pos = v.num_position_embeddings * d
-    block_sharded = d * 3 * d + 3 * d + d * d + d * inter + inter + inter * d  # qkv(+bias), proj, fc1(+bias), fc2
-    block_replicated = 4 * d + d + d  # two LayerNorms (w, b), proj bias, fc2 bias
-    merged = d * v.spatial_merge_size**2
-
-    def merger(norm_dim: int) -> tuple[int, int]:
-        sharded = merged * merged + merged + merged * v.out_hidden_size
-        replicated = 2 * norm_dim + v.out_hidden_size
-        return sharded, replicated
-
-    m_sh, m_rep = merger(d)
-    ds_sh, ds_rep = merger(merged)
-    sharded = v.depth * block_sharded + m_sh + v.deepstack_layers * ds_sh
-    replicated = patch + pos + v.depth * block_replicated + m_rep + v.deepstack_layers * ds_rep
-    return replicated + sharded / tp, replicated + sharded
-
-
-def split_weights(
-    g: ModelGeometry, *, tp: int, pp: int = 1, vision_tp: int | None = None, attn_tp: int | None = None
-) -> WeightSplit:
-    """Parameters per GPU for the target model, its MTP layers and its vision tower.
-
-    The target skips the checkpoint's MTP/NextN tensors (models/qwen3_5.py
-    ``load_weights`` drops names with "mtp"; deepseek_v2.py drops the NextN layer),
-    so they are counted apart: they belong to the draft.
-    """
-    h = g.hidden_size
-    vocab_gpu = _vocab_per_gpu(g.vocab_size, tp)
+    vocab_gpu = vocab_per_gpu(g.vocab_size, tp)
     embed_total = g.vocab_size * h * (1 if g.tie_word_embeddings else 2)
     embed_gpu = vocab_gpu * h * (1 if g.tie_word_embeddings else 2)
 
     # with --enable-dp-attention the attention layers run at attention-TP (tp / dp): replicated wider
-    attn_gpu, attn_total = _attention_params(g, attn_tp or tp)
-    gdn_gpu, gdn_total = _gdn_params(g, attn_tp or tp) if g.hybrid else (0.0, 0)
-    dense_gpu, dense_total = _mlp_params(g, tp, moe=False)
-    moe_gpu, moe_total = _mlp_params(g, tp, moe=True) if g.num_experts else (0.0, 0)
+    attn_gpu, attn_total = attention_params(g, attn_tp)
+    gdn_gpu, gdn_total = gdn_params(g, attn_tp) if g.hybrid else (0.0, 0)
+    dense_gpu, dense_total = mlp_params(g, tp, moe=False)
+    moe_gpu, moe_total = mlp_params(g, tp, moe=True) if g.num_experts else (0.0, 0)
     norms = 2 * h
 
     layers_gpu = 0.0
@@ -442,31 +165,39 @@ def split_weights(
     # the first stage is the largest, which is what must fit.
     layers_gpu /= pp
     linear_gpu = layers_gpu - g.num_layers * norms / pp
-    target_gpu = layers_gpu + embed_gpu + h
-    target_total = layers_total + embed_total + h
+    return layers_gpu + embed_gpu + h, layers_total + embed_total + h, linear_gpu
 
-    # MTP / NextN: fc 2H->H, two norms, one decoder layer (MoE if the model is), a final norm
+
+def _checkpoint_gap(g: ModelGeometry, computed: int) -> int:
+    """The checkpoint's own parameter count (or its bytes / dtype) less the shapes' count; 0 without an index."""
+    reference = g.checkpoint_parameters
+    if reference is None and g.checkpoint_bytes and not g.quantization:
+        reference = g.checkpoint_bytes // g.dtype_bytes
+    return int(reference) - computed if reference else 0
+
+
+def split_weights(
+    g: ModelGeometry, *, tp: int, pp: int = 1, vision_tp: int | None = None, attn_tp: int | None = None
+) -> WeightSplit:
+    """Parameters per GPU for the target model, its MTP layers and its vision tower.
+
+    The target skips the checkpoint's MTP/NextN tensors (models/qwen3_5.py
+    ``load_weights`` drops names with "mtp"; deepseek_v2.py drops the NextN layer),
+    so they are counted apart: they belong to the draft. The blocks are counted by
+    imgbuild.knowledge.modelinfo, the same counter inspect's parameter_breakdown adds up.
+    """
+    target_gpu, target_total, linear_gpu = _target_params(g, tp=tp, pp=pp, attn_tp=attn_tp or tp)
+
     mtp_gpu, mtp_total = 0.0, 0
     if g.mtp_layers:
-        mlp_gpu, mlp_total = (moe_gpu, moe_total) if g.num_experts else (dense_gpu, dense_total)
-        one_gpu = 2 * h * h / tp + 2 * h + attn_gpu + mlp_gpu + norms + h
-        one_total = 2 * h * h + 2 * h + attn_total + mlp_total + norms + h
-        if g.mtp_has_own_embeddings:
-            one_total += 2 * g.vocab_size * h
-            one_gpu += 2 * vocab_gpu * h
+        one_gpu, one_total = mtp_layer_params(g, tp, attn_tp)
         mtp_gpu, mtp_total = one_gpu * g.mtp_layers, one_total * g.mtp_layers
 
     vis_gpu, vis_total = 0.0, 0
     if g.vision is not None and g.vision.kind == "qwen3-vl":
-        vis_gpu, vis_total = _vision_params(g.vision, vision_tp or tp)
+        vis_gpu, vis_total = vision_params(g.vision, vision_tp or tp)
 
-    computed = int(target_total + mtp_total + vis_total)
-    unexplained = 0
-    reference = g.checkpoint_parameters
-    if reference is None and g.checkpoint_bytes and not g.quantization:
-        reference = g.checkpoint_bytes // g.dtype_bytes
-    if reference:
-        unexplained = int(reference) - computed
+    unexplained = _checkpoint_gap(g, int(target_total + mtp_total + vis_total))
     if g.vision is not None and g.vision.kind == "opaque" and unexplained > 0:
         # a vision tower whose shapes imgbuild does not model: what the index holds
         # beyond the text model, kept whole on every GPU (the conservative reading)
@@ -947,7 +678,7 @@ def _weights(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tuple[float,
             # models/qwen3_5_mtp.py (and qwen3_next_mtp.py) build their own embed_tokens and
             # lm_head, then swap in the target's: the copy exists while the draft loads
             if not g.mtp_has_own_embeddings:
-                draft_transient_gib = 2 * _vocab_per_gpu(g.vocab_size, tp) * g.hidden_size * g.dtype_bytes / GIB
+                draft_transient_gib = 2 * vocab_per_gpu(g.vocab_size, tp) * g.hidden_size * g.dtype_bytes / GIB
         elif inp.draft_model_external:
             out.notes.append("the draft model at --speculative-draft-model-path is not inspected: its weights are not counted")
         elif algo in ("EAGLE", "EAGLE3"):

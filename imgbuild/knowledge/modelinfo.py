@@ -1,19 +1,27 @@
 """What a model checkpoint is, read from its config.json (and safetensors index).
 
+The one reader of config.json and the one parameter counter: read_geometry turns the
+config into a ModelGeometry, describe_model wraps it with the index's evidence into a
+ModelInfo, and the planner (imgbuild.knowledge.memory) takes ModelInfo.geometry, never
+the raw config. The block counters (attention_params, gdn_params, mlp_params,
+mtp_layer_params, vision_params) return per-GPU and total parameters, so inspect's
+count and the planner's weights cannot drift apart.
+
 Pure data layer: files are read from a local directory or through a ``hub``
 object handed in by the caller (imgbuild.adapters.hub.HubClient fetches from Hugging
 Face); this module never imports httpx.
 
-Parameter counts follow the module shapes of the Hugging Face / SGLang model
-definitions; for Qwen3.5/3.6 (GDN hybrid + MTP + vision tower) the breakdown adds
-up exactly to the published total of the 27B checkpoint (27,781,427,952).
+Parameter counts follow the module shapes of the SGLang model definitions; for
+Qwen3.5/3.6 (GDN hybrid + MTP + vision tower) the breakdown adds up exactly to the
+published total of the 27B checkpoint (27,781,427,952).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Protocol, overload
 
@@ -47,12 +55,94 @@ class HubFetcher(Protocol):
 
 
 @dataclass(frozen=True)
+class VisionGeometry:
+    """A vision tower as SGLang builds it: Qwen3-VL's blocks ("qwen3-vl"), or only what
+    adjust_mem_fraction_for_vlm reads ("opaque": its parameters come from the index)."""
+
+    kind: str  # "qwen3-vl" | "opaque"
+    depth: int = 0
+    hidden_size: int = 0
+    intermediate_size: int = 0
+    out_hidden_size: int = 0
+    patch_size: int = 0
+    temporal_patch_size: int = 1
+    in_channels: int = 3
+    spatial_merge_size: int = 2
+    num_position_embeddings: int = 0
+    deepstack_layers: int = 0
+    num_hidden_layers_attr: int | None = None  # what adjust_mem_fraction_for_vlm reads
+
+
+@dataclass(frozen=True)
+class ModelGeometry:
+    """The model's shapes, read once from config.json (read_geometry): what the parameter
+    counter and SGLang's memory accounting (imgbuild.knowledge.memory) need."""
+
+    architecture: str
+    model_type: str
+    hidden_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int  # qk_nope + qk_rope for MLA
+    v_head_dim: int
+    vocab_size: int
+    intermediate_size: int
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    dtype_bytes: int  # as SGLang serves it: float32 checkpoints load in bfloat16
+    dtype: str = "bfloat16"  # the checkpoint dtype's name as the config spells it
+    attn_output_gate: bool = False
+    qk_norm: bool = False
+    qkv_bias: bool = False
+    # hybrid linear attention (Gated DeltaNet)
+    full_attention_layers: int = 0
+    linear_attention_layers: int = 0
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel_dim: int = 4
+    mamba_ssm_dtype: str | None = None
+    # MLA
+    mla: bool = False  # SGLang builds MLA attention (DeepSeek / Kimi): the latent KV cache
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    # MoE
+    num_experts: int = 0
+    num_experts_per_token: int | None = None
+    moe_intermediate_size: int = 0
+    shared_expert_intermediate_size: int = 0
+    moe_layers: int = 0
+    # speculative draft layers in the checkpoint (MTP / NextN)
+    mtp_layers: int = 0
+    mtp_has_own_embeddings: bool = False  # DeepSeek's NextN layer ships embed + head copies
+    vision: VisionGeometry | None = None
+    multimodal: bool = False
+    quantization: str | None = None
+    sliding_window: int | None = None
+    checkpoint_bytes: int | None = None  # the index's total_size (or parameters x dtype when only they are given)
+    checkpoint_parameters: int | None = None  # the index's total_parameters (or the shapes' count when absent)
+
+    @property
+    def hybrid(self) -> bool:
+        return self.linear_attention_layers > 0
+
+    @property
+    def kv_layers(self) -> int:
+        return self.full_attention_layers if self.hybrid else self.num_layers
+
+
+@dataclass(frozen=True)
 class ModelInfo:
     source: str
     architectures: tuple[str, ...]
     model_type: str
     config: dict[str, Any] = field(repr=False)
     text_config: dict[str, Any] = field(repr=False)
+    geometry: ModelGeometry = field(repr=False)  # what the planner reads
     hidden_size: int
     num_hidden_layers: int
     num_attention_heads: int
@@ -174,7 +264,7 @@ def _parse_json(data: bytes, where: str) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- config readers
-# Shared with imgbuild.knowledge.memory (geometry_from_config): one reading of config.json for both.
+# read_geometry and the launch checks read config.json through these.
 
 
 @overload
@@ -256,10 +346,144 @@ def moe_layer_count(text: dict[str, Any], layers: int) -> int:
     return sum(1 for i in range(layers) if i >= first_dense and i not in mlp_only and (i + 1) % step == 0)
 
 
-def describe_model(config: dict[str, Any], index: dict[str, Any] | None, *, source: str) -> ModelInfo:
+# ----------------------------------------------------------------------------- geometry: the one reading
+
+# Architectures whose vision tower SGLang builds from Qwen3-VL's blocks (models/qwen3_vl.py)
+_QWEN3_VL_VISION = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
+# transformers' defaults for the Qwen3-VL vision tower, the same in Qwen3VLVisionConfig
+# (src/transformers/models/qwen3_vl/configuration_qwen3_vl.py) and Qwen3_5VisionConfig
+# (src/transformers/models/qwen3_5/configuration_qwen3_5.py): what SGLang sees when a
+# checkpoint's vision_config leaves a field out.
+QWEN3_VL_PATCH_SIZE = 16
+QWEN3_VL_TEMPORAL_PATCH_SIZE = 2
+QWEN3_VL_POSITION_EMBEDDINGS = 2304
+
+
+def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int) -> VisionGeometry | None:
+    """The vision tower: Qwen3-VL's blocks when SGLang builds it from them (models/qwen3_vl.py),
+    else only what adjust_mem_fraction_for_vlm reads (server_args.py)."""
+    if not isinstance(vision_cfg, dict):
+        return None
+    if model_type in _QWEN3_VL_VISION or str(vision_cfg.get("model_type", "")).startswith(("qwen3", "qwen3_5")):
+        return VisionGeometry(
+            kind="qwen3-vl",
+            depth=read_int(vision_cfg, "depth", "num_hidden_layers", default=0),
+            hidden_size=read_int(vision_cfg, "hidden_size", default=0),
+            intermediate_size=read_int(vision_cfg, "intermediate_size", default=0),
+            out_hidden_size=read_int(vision_cfg, "out_hidden_size", default=text_hidden),
+            patch_size=read_int(vision_cfg, "patch_size", default=QWEN3_VL_PATCH_SIZE),
+            temporal_patch_size=read_int(vision_cfg, "temporal_patch_size", default=QWEN3_VL_TEMPORAL_PATCH_SIZE),
+            in_channels=read_int(vision_cfg, "in_channels", default=3),
+            spatial_merge_size=read_int(vision_cfg, "spatial_merge_size", default=2),
+            num_position_embeddings=read_int(vision_cfg, "num_position_embeddings", default=QWEN3_VL_POSITION_EMBEDDINGS),
+            deepstack_layers=len(vision_cfg.get("deepstack_visual_indexes") or []),
+            num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
+        )
+    return VisionGeometry(
+        kind="opaque",
+        hidden_size=read_int(vision_cfg, "hidden_size", default=0),
+        num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
+    )
+
+
+def _attention_shapes(text: dict[str, Any], *, arch: str, model_type: str, hidden: int, heads: int) -> dict[str, Any]:
+    """Attention fields of ModelGeometry: heads, head dims, gates, biases, MLA's low ranks."""
+    head_dim = read_int(text, "head_dim", default=(hidden // heads if heads else 0)) or (hidden // heads if heads else 0)
+    # SGLang builds MLA attention for DeepSeek and Kimi (models/deepseek_v2.py)
+    mla = bool(text.get("kv_lora_rank")) and arch.startswith(("Deepseek", "KimiK2", "Kimi"))
+    nope = read_int(text, "qk_nope_head_dim", default=0)
+    rope = read_int(text, "qk_rope_head_dim", default=0)
+    return {
+        "num_attention_heads": heads,
+        "num_kv_heads": read_int(text, "num_key_value_heads", "multi_query_group_num", default=heads) or heads,
+        "head_dim": nope + rope if mla else head_dim,
+        "v_head_dim": read_int(text, "v_head_dim", default=head_dim) if mla else head_dim,
+        "attn_output_gate": bool(text.get("attn_output_gate", False)),
+        "qk_norm": model_type.startswith(("qwen3", "qwen3_5")) or arch.startswith("Qwen3"),
+        "qkv_bias": model_type.startswith("qwen2") or bool(text.get("attention_bias", False)),
+        "mla": mla,
+        "kv_lora_rank": read_int(text, "kv_lora_rank", default=0),
+        "q_lora_rank": read_int(text, "q_lora_rank", default=0),
+        "qk_nope_head_dim": nope,
+        "qk_rope_head_dim": rope,
+    }
+
+
+def _layer_shapes(text: dict[str, Any], *, arch: str, layers: int, intermediate: int) -> dict[str, Any]:
+    """Layer kinds of ModelGeometry: full / Gated DeltaNet attention, MoE, MTP."""
+    full_layers, linear_layers = attention_layer_counts(text, layers, architecture=arch)
+    experts = expert_count(text)
+    moe_inter = read_int(text, "moe_intermediate_size", default=intermediate)
+    mtp = mtp_layer_count(text)
+    return {
+        "full_attention_layers": full_layers,
+        "linear_attention_layers": linear_layers,
+        "linear_num_key_heads": read_int(text, "linear_num_key_heads", default=0),
+        "linear_num_value_heads": read_int(text, "linear_num_value_heads", default=0),
+        "linear_key_head_dim": read_int(text, "linear_key_head_dim", default=0),
+        "linear_value_head_dim": read_int(text, "linear_value_head_dim", default=0),
+        "linear_conv_kernel_dim": read_int(text, "linear_conv_kernel_dim", default=4),
+        "num_experts": experts,
+        "num_experts_per_token": read_int(text, "num_experts_per_tok", "moe_topk", "num_experts_per_token") if experts else None,
+        "moe_intermediate_size": moe_inter if experts else 0,
+        "shared_expert_intermediate_size": shared_expert_intermediate(text, moe_inter),
+        "moe_layers": moe_layer_count(text, layers),
+        "mtp_layers": mtp,
+        "mtp_has_own_embeddings": arch.startswith("Deepseek") and mtp > 0,
+    }
+
+
+def read_geometry(
+    config: dict[str, Any],
+    *,
+    architecture: str | None = None,
+    checkpoint_bytes: int | None = None,
+    checkpoint_parameters: int | None = None,
+) -> ModelGeometry:
+    """The shapes of a Hugging Face config.json (top level, as loaded): the one reading of it.
+
+    describe_model calls it with what the safetensors index says; the planner reads
+    ModelInfo.geometry and never the raw config.
+    """
     text = text_config_of(config)
-    where = f"model {source}: config.json"
-    architectures = tuple(config.get("architectures") or text.get("architectures") or ())
+    arch = architecture or str((config.get("architectures") or ["?"])[0])
+    model_type = str(config.get("model_type") or text.get("model_type") or "")
+    hidden = read_int(text, "hidden_size", "d_model", "n_embd", default=0)
+    layers = read_int(text, "num_hidden_layers", "n_layer", "num_layers", default=0)
+    heads = read_int(text, "num_attention_heads", "n_head", default=0)
+    intermediate = read_int(text, "intermediate_size", "ffn_hidden_size", default=4 * hidden) or 4 * hidden
+    dtype_name = config_dtype(config, text)
+    vision = _vision_geometry(config.get("vision_config"), model_type=model_type, text_hidden=hidden)
+    return ModelGeometry(
+        architecture=arch,
+        model_type=model_type,
+        hidden_size=hidden,
+        num_layers=layers,
+        vocab_size=read_int(text, "vocab_size", "padded_vocab_size", default=read_int(config, "vocab_size", default=0)),
+        intermediate_size=intermediate,
+        max_position_embeddings=read_int(text, "max_position_embeddings", "max_sequence_length", "seq_length", default=2048),
+        tie_word_embeddings=bool(config.get("tie_word_embeddings", text.get("tie_word_embeddings", False))),
+        # SGLang serves float32 checkpoints in bfloat16 (configs/model_config.py _get_and_verify_dtype)
+        dtype_bytes=min(DTYPE_BYTES.get(dtype_name.replace("torch.", ""), 2), 2),
+        dtype=dtype_name,
+        mamba_ssm_dtype=text.get("mamba_ssm_dtype") or config.get("mamba_ssm_dtype"),
+        vision=vision,
+        multimodal=vision is not None,
+        quantization=quant_method(config) or quant_method(text),
+        sliding_window=sliding_window(text),
+        checkpoint_bytes=checkpoint_bytes,
+        checkpoint_parameters=checkpoint_parameters,
+        **_attention_shapes(text, arch=arch, model_type=model_type, hidden=hidden, heads=heads),
+        **_layer_shapes(text, arch=arch, layers=layers, intermediate=intermediate),
+    )
+
+
+# ----------------------------------------------------------------------------- ModelInfo
+
+
+def _required_shapes(config: dict[str, Any], text: dict[str, Any], where: str) -> tuple[str, ...]:
+    """The architectures, after checking the config names them and the three shapes every model has."""
+    architectures = tuple(str(a) for a in (config.get("architectures") or text.get("architectures") or ()))
     if not architectures:
         raise UsageError(f"{where} has no 'architectures'", hint="is this a Hugging Face model config?")
     hidden = read_int(text, "hidden_size", "d_model", "n_embd")
@@ -267,87 +491,87 @@ def describe_model(config: dict[str, Any], index: dict[str, Any] | None, *, sour
     heads = read_int(text, "num_attention_heads", "n_head")
     if not hidden or not layers or not heads:
         raise UsageError(f"{where} lacks hidden_size, num_hidden_layers or num_attention_heads")
-    kv_heads = read_int(text, "num_key_value_heads", "multi_query_group_num", default=heads) or heads
-    head_dim = read_int(text, "head_dim", default=hidden // heads) or hidden // heads
-    vocab = read_int(text, "vocab_size", "padded_vocab_size", default=0) or 0
-    intermediate = read_int(text, "intermediate_size", "ffn_hidden_size", default=4 * hidden) or 4 * hidden
+    return architectures
 
-    full_layers, linear_layers = attention_layer_counts(text, layers, architecture=str(architectures[0]))
-    mtp = mtp_layer_count(text)
-    experts = expert_count(text) or None
-    per_token = read_int(text, "num_experts_per_tok", "moe_topk", "num_experts_per_token") if experts else None
-    moe_inter = read_int(text, "moe_intermediate_size", default=intermediate) if experts else None
-    kv_lora = read_int(text, "kv_lora_rank")
-    mla = bool(kv_lora)
-    rope_dim = read_int(text, "qk_rope_head_dim") if mla else None
-    v_head = read_int(text, "v_head_dim") if mla else None
-    sliding = sliding_window(text)
-    quant = quant_method(config) or quant_method(text)
-    dtype = config_dtype(config, text)
-    has_vision = isinstance(config.get("vision_config"), dict)
-    tied = bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
 
-    breakdown = parameter_breakdown(config)
-    parameters: int | None
-    weight_bytes: int | None
+def _parameters_and_bytes(
+    geometry: ModelGeometry, breakdown: dict[str, int], index: dict[str, Any] | None
+) -> tuple[int, int | None, str]:
+    """(parameters, weight_bytes, source): the index's metadata where it has it, else the shapes."""
+    counted = sum(breakdown.values())
+    dtype_bytes = DTYPE_BYTES.get(geometry.dtype, 2)
     metadata = (index or {}).get("metadata") or {}
     if isinstance(metadata.get("total_parameters"), int) or isinstance(metadata.get("total_size"), int):
-        parameters_source = "index"
-        parameters = metadata.get("total_parameters") or sum(breakdown.values())
+        parameters = metadata.get("total_parameters") or counted
         weight_bytes = metadata.get("total_size")
-        if weight_bytes is None and quant is None:
-            weight_bytes = parameters * DTYPE_BYTES.get(dtype, 2)
-    else:
-        parameters_source = "shapes"
-        parameters = sum(breakdown.values())
-        weight_bytes = parameters * DTYPE_BYTES.get(dtype, 2) if quant is None else None
+        if weight_bytes is None and geometry.quantization is None:
+            weight_bytes = parameters * dtype_bytes
+        return parameters, weight_bytes, "index"
+    return counted, (counted * dtype_bytes if geometry.quantization is None else None), "shapes"
 
-    features = []
-    if linear_layers:
-        features.append("gdn-hybrid")
-    if mtp:
-        features.append("mtp")
-    if mla:
-        features.append("mla")
-    if experts:
-        features.append("moe")
-    if sliding:
-        features.append("sliding-window")
-    if has_vision:
-        features.append("vision")
-    if quant:
-        features.append(f"quant-{quant}")
+
+def _features(g: ModelGeometry) -> tuple[str, ...]:
+    flags = (
+        ("gdn-hybrid", g.linear_attention_layers > 0),
+        ("mtp", g.mtp_layers > 0),
+        ("mla", g.kv_lora_rank > 0),
+        ("moe", g.num_experts > 0),
+        ("sliding-window", bool(g.sliding_window)),
+        ("vision", g.vision is not None),
+    )
+    features = [name for name, present in flags if present]
+    if g.quantization:
+        features.append(f"quant-{g.quantization}")
+    return tuple(features)
+
+
+def describe_model(config: dict[str, Any], index: dict[str, Any] | None, *, source: str) -> ModelInfo:
+    """What the model is: one read_geometry of config.json, counted by parameter_breakdown.
+
+    The geometry it carries holds the index's evidence (checkpoint bytes and parameters)
+    only where the index gives them; a count from the shapes is not evidence.
+    """
+    text = text_config_of(config)
+    architectures = _required_shapes(config, text, f"model {source}: config.json")
+    shapes = read_geometry(config, architecture=architectures[0])
+    breakdown = parameter_breakdown(shapes)
+    parameters, weight_bytes, parameters_source = _parameters_and_bytes(shapes, breakdown, index)
+    if parameters_source == "index":
+        shapes = replace(shapes, checkpoint_bytes=weight_bytes, checkpoint_parameters=parameters)
+    g = shapes
+    mla = g.kv_lora_rank > 0
     return ModelInfo(
         source=source,
         architectures=architectures,
-        model_type=str(config.get("model_type") or text.get("model_type") or ""),
+        model_type=g.model_type,
         config=config,
         text_config=text,
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=kv_heads,
-        head_dim=head_dim,
-        vocab_size=vocab,
-        intermediate_size=intermediate,
-        full_attention_layers=full_layers,
-        linear_attention_layers=linear_layers,
-        mtp_layers=mtp,
-        moe_experts=experts,
-        moe_experts_per_token=per_token,
-        moe_intermediate_size=moe_inter,
+        geometry=g,
+        hidden_size=g.hidden_size,
+        num_hidden_layers=g.num_layers,
+        num_attention_heads=g.num_attention_heads,
+        num_key_value_heads=g.num_kv_heads,
+        head_dim=g.head_dim,
+        vocab_size=g.vocab_size,
+        intermediate_size=g.intermediate_size,
+        full_attention_layers=g.full_attention_layers,
+        linear_attention_layers=g.linear_attention_layers,
+        mtp_layers=g.mtp_layers,
+        moe_experts=g.num_experts or None,
+        moe_experts_per_token=g.num_experts_per_token,
+        moe_intermediate_size=g.moe_intermediate_size or None,
         mla=mla,
-        kv_lora_rank=kv_lora,
-        qk_rope_head_dim=rope_dim,
-        v_head_dim=v_head,
-        sliding_window=sliding,
-        quantization=quant,
-        dtype=dtype,
+        kv_lora_rank=g.kv_lora_rank or None,
+        qk_rope_head_dim=(g.qk_rope_head_dim or None) if mla else None,
+        v_head_dim=g.v_head_dim if mla else None,
+        sliding_window=g.sliding_window,
+        quantization=g.quantization,
+        dtype=g.dtype,
         parameters=parameters,
         weight_bytes=weight_bytes,
-        has_vision=has_vision,
-        tie_word_embeddings=tied,
-        features=tuple(features),
+        has_vision=g.vision is not None,
+        tie_word_embeddings=g.tie_word_embeddings,
+        features=_features(g),
         parameters_source=parameters_source,
         parameter_breakdown=breakdown,
     )
@@ -375,110 +599,143 @@ def quant_method(cfg: dict[str, Any]) -> str | None:
     return None
 
 
-def parameter_breakdown(config: dict[str, Any]) -> dict[str, int]:
-    """Parameters per component, from the config's shapes (HF module layout).
+# ----------------------------------------------------------------------------- the parameter counter
+# Each block returns (parameters per GPU at tensor-parallel size tp, parameters in the checkpoint),
+# following the SGLang model files named; imgbuild.knowledge.memory shards the weights with them and
+# parameter_breakdown adds up their totals, so inspect and plan count alike.
 
-    Keys: embed, lm_head, attention (full-attention layers), linear_attention
-    (Gated DeltaNet layers), mlp (dense MLPs), experts (routed MoE experts),
-    shared_experts, router, norms, mtp (the MTP/NextN head), vision (tower + merger).
-    The planner shards these by SGLang's TP rules.
+
+def vocab_per_gpu(vocab: int, tp: int) -> int:
+    # layers/vocab_parallel_embedding.py: vocab padded to a multiple of 64, split evenly
+    padded = (vocab + 63) // 64 * 64
+    return math.ceil(padded / tp)
+
+
+def attention_params(g: ModelGeometry, tp: int) -> tuple[float, int]:
+    """One full-attention block. models/qwen3_5.py, llama.py, deepseek_v2.py."""
+    h = g.hidden_size
+    if g.mla:
+        nope_rope = g.qk_nope_head_dim + g.qk_rope_head_dim
+        heads_tp = g.num_attention_heads / tp
+        replicated = h * (g.kv_lora_rank + g.qk_rope_head_dim) + g.kv_lora_rank  # kv_a_proj_with_mqa + norm
+        sharded_total = g.kv_lora_rank * g.num_attention_heads * (g.qk_nope_head_dim + g.v_head_dim)  # kv_b_proj
+        sharded_total += g.num_attention_heads * g.v_head_dim * h  # o_proj
+        if g.q_lora_rank:
+            replicated += h * g.q_lora_rank + g.q_lora_rank  # q_a_proj + q_a_layernorm
+            sharded_total += g.q_lora_rank * g.num_attention_heads * nope_rope
+        else:
+            sharded_total += h * g.num_attention_heads * nope_rope
+        per_gpu = replicated + sharded_total * heads_tp / g.num_attention_heads
+        return per_gpu, replicated + sharded_total
+    hd = g.head_dim
+    q_out = g.num_attention_heads * hd * (2 if g.attn_output_gate else 1)
+    kv_per_gpu_heads = max(1, g.num_kv_heads // tp) if g.num_kv_heads < tp else g.num_kv_heads / tp
+    total = h * q_out + 2 * h * g.num_kv_heads * hd + g.num_attention_heads * hd * h
+    per_gpu = (h * q_out + g.num_attention_heads * hd * h) / tp + 2 * h * kv_per_gpu_heads * hd
+    if g.qkv_bias:
+        total += q_out + 2 * g.num_kv_heads * hd
+        per_gpu += q_out / tp + 2 * kv_per_gpu_heads * hd
+    if g.qk_norm:
+        total += 2 * hd
+        per_gpu += 2 * hd
+    return per_gpu, total
+
+
+def gdn_params(g: ModelGeometry, tp: int) -> tuple[float, int]:
+    """One Gated DeltaNet block (models/qwen3_5.py Qwen3_5GatedDeltaNet, qwen3_next.py)."""
+    h = g.hidden_size
+    key_dim = g.linear_num_key_heads * g.linear_key_head_dim
+    value_dim = g.linear_num_value_heads * g.linear_value_head_dim
+    conv_dim = 2 * key_dim + value_dim
+    sharded = h * (conv_dim + value_dim + 2 * g.linear_num_value_heads)  # in_proj qkv, z, b, a
+    sharded += conv_dim * g.linear_conv_kernel_dim  # conv1d
+    sharded += 2 * g.linear_num_value_heads  # dt_bias, A_log
+    sharded += value_dim * h  # out_proj
+    replicated = g.linear_value_head_dim  # gated RMSNorm over one head
+    return replicated + sharded / tp, replicated + sharded
+
+
+def _moe_parts(g: ModelGeometry) -> tuple[int, int, int]:
+    """(routed experts, shared experts, replicated: router + shared-expert gate + score bias) of one MoE layer."""
+    h = g.hidden_size
+    experts = g.num_experts * 3 * h * g.moe_intermediate_size
+    shared = 3 * h * g.shared_expert_intermediate_size
+    replicated = h * g.num_experts  # router
+    if g.shared_expert_intermediate_size and g.model_type.startswith("qwen"):
+        replicated += h  # shared_expert_gate
+    if g.architecture.startswith("Deepseek"):
+        replicated += g.num_experts  # e_score_correction_bias
+    return experts, shared, replicated
+
+
+def mlp_params(g: ModelGeometry, tp: int, *, moe: bool) -> tuple[float, int]:
+    """One decoder layer's MLP: dense (gate, up, down), or MoE (experts, shared experts, router)."""
+    if not moe:
+        total = 3 * g.hidden_size * g.intermediate_size
+        return total / tp, total
+    experts, shared, replicated = _moe_parts(g)
+    return replicated + (experts + shared) / tp, replicated + experts + shared
+
+
+def mtp_layer_params(g: ModelGeometry, tp: int, attn_tp: int | None = None) -> tuple[float, int]:
+    """One MTP / NextN layer: fc 2H->H, two norms, one decoder layer (MoE if the model is), a
+    final norm; DeepSeek's also ships its own embed and head (models/deepseek_nextn.py)."""
+    h = g.hidden_size
+    attn_gpu, attn_total = attention_params(g, attn_tp or tp)
+    mlp_gpu, mlp_total = mlp_params(g, tp, moe=bool(g.num_experts))
+    norms = 2 * h
+    one_gpu = 2 * h * h / tp + 2 * h + attn_gpu + mlp_gpu + norms + h
+    one_total = 2 * h * h + 2 * h + attn_total + mlp_total + norms + h
+    if g.mtp_has_own_embeddings:
+        one_total += 2 * g.vocab_size * h
+        one_gpu += 2 * vocab_per_gpu(g.vocab_size, tp) * h
+    return one_gpu, one_total
+
+
+def vision_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
+    """Qwen3-VL vision tower (models/qwen3_vl.py): linear layers TP-sharded unless
+    --mm-enable-dp-encoder; patch/pos embeddings, LayerNorms and row-parallel biases replicated."""
+    d, inter = v.hidden_size, v.intermediate_size
+    patch = v.in_channels * v.temporal_patch_size * v.patch_size**2 * d + d
+    pos = v.num_position_embeddings * d
+    block_sharded = d * 3 * d + 3 * d + d * d + d * inter + inter + inter * d  # qkv(+bias), proj, fc1(+bias), fc2
+    block_replicated = 4 * d + d + d  # two LayerNorms (w, b), proj bias, fc2 bias
+    merged = d * v.spatial_merge_size**2
+
+    def merger(norm_dim: int) -> tuple[int, int]:
+        sharded = merged * merged + merged + merged * v.out_hidden_size
+        replicated = 2 * norm_dim + v.out_hidden_size
+        return sharded, replicated
+
+    m_sh, m_rep = merger(d)
+    ds_sh, ds_rep = merger(merged)
+    sharded = v.depth * block_sharded + m_sh + v.deepstack_layers * ds_sh
+    replicated = patch + pos + v.depth * block_replicated + m_rep + v.deepstack_layers * ds_rep
+    return replicated + sharded / tp, replicated + sharded
+
+
+def parameter_breakdown(g: ModelGeometry) -> dict[str, int]:
+    """Parameters per component in the checkpoint, from the shapes (the blocks above at TP 1).
+
+    Keys: embed, lm_head, attention (full-attention layers), linear_attention (Gated DeltaNet
+    layers), mlp (dense MLPs), experts (routed MoE experts), shared_experts (with their gate),
+    router (with DeepSeek's score bias), norms, mtp (the MTP/NextN layers), vision (a Qwen3-VL
+    tower; one imgbuild does not model counts 0 here, its parameters are in the index).
     """
-    text = text_config_of(config)
-    hidden = read_int(text, "hidden_size", default=0) or 0
-    layers = read_int(text, "num_hidden_layers", default=0) or 0
-    heads = read_int(text, "num_attention_heads", default=1) or 1
-    kv_heads = read_int(text, "num_key_value_heads", default=heads) or heads
-    head_dim = read_int(text, "head_dim", default=hidden // heads) or hidden // heads
-    vocab = read_int(text, "vocab_size", default=0) or 0
-    inter = read_int(text, "intermediate_size", default=4 * hidden) or 4 * hidden
-    architectures = config.get("architectures") or text.get("architectures") or [""]
-    full, linear = attention_layer_counts(text, layers, architecture=str(architectures[0]))
-    tied = bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
-
-    attn = _full_attention_params(text, hidden, heads, kv_heads, head_dim)
-    lin = _linear_attention_params(text, hidden) if linear else 0
-    dense_mlp = 3 * hidden * inter
-    experts = expert_count(text)
-    moe_inter = read_int(text, "moe_intermediate_size", default=inter) or inter
-    shared_inter = shared_expert_intermediate(text, moe_inter)
-    moe_layers = moe_layer_count(text, layers)
-    per_layer_norms = 2 * hidden
-
-    out = {
-        "embed": vocab * hidden,
-        "lm_head": 0 if tied else vocab * hidden,
-        "attention": full * attn,
-        "linear_attention": linear * lin,
-        "mlp": (layers - moe_layers) * dense_mlp,
-        "experts": moe_layers * experts * 3 * hidden * moe_inter,
-        "shared_experts": moe_layers * (3 * hidden * shared_inter + (hidden if shared_inter and "qwen" in str(text.get("model_type", "")) else 0)),
-        "router": moe_layers * experts * hidden,
-        "norms": layers * per_layer_norms + hidden,
-        "mtp": 0,
-        "vision": _vision_params(config.get("vision_config"), hidden),
+    h = g.hidden_size
+    moe_experts, moe_shared, moe_replicated = _moe_parts(g) if g.num_experts else (0, 0, 0)
+    shared_gate = h if g.shared_expert_intermediate_size and g.model_type.startswith("qwen") else 0
+    vision = vision_params(g.vision, 1)[1] if g.vision is not None and g.vision.kind == "qwen3-vl" else 0
+    return {
+        "embed": g.vocab_size * h,
+        "lm_head": 0 if g.tie_word_embeddings else g.vocab_size * h,
+        "attention": g.full_attention_layers * attention_params(g, 1)[1],
+        "linear_attention": g.linear_attention_layers * gdn_params(g, 1)[1] if g.hybrid else 0,
+        "mlp": (g.num_layers - g.moe_layers) * mlp_params(g, 1, moe=False)[1],
+        "experts": g.moe_layers * moe_experts,
+        "shared_experts": g.moe_layers * (moe_shared + shared_gate),
+        "router": g.moe_layers * (moe_replicated - shared_gate),
+        "norms": g.num_layers * 2 * h + h,
+        "mtp": g.mtp_layers * mtp_layer_params(g, 1)[1],
+        "vision": vision,
     }
-    mtp = mtp_layer_count(text)
-    if mtp:
-        # Each MTP/NextN layer: fc 2H->H, two pre-fc norms, one full-attention decoder
-        # layer (MoE when the model is), and a final norm; embeddings are shared.
-        mtp_mlp = (experts * 3 * hidden * moe_inter + experts * hidden + 3 * hidden * shared_inter) if experts else dense_mlp
-        out["mtp"] = mtp * (2 * hidden * hidden + 2 * hidden + attn + mtp_mlp + per_layer_norms + hidden)
-    return out
-
-
-def _full_attention_params(text: dict[str, Any], hidden: int, heads: int, kv_heads: int, head_dim: int) -> int:
-    kv_lora = read_int(text, "kv_lora_rank")
-    if kv_lora:  # MLA (DeepSeek V2/V3): low-rank q and kv projections
-        q_lora = read_int(text, "q_lora_rank")
-        nope = read_int(text, "qk_nope_head_dim", default=128) or 128
-        rope = read_int(text, "qk_rope_head_dim", default=64) or 64
-        v_dim = read_int(text, "v_head_dim", default=128) or 128
-        q = (hidden * q_lora + q_lora + q_lora * heads * (nope + rope)) if q_lora else hidden * heads * (nope + rope)
-        kv = hidden * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_dim)
-        return q + kv + heads * v_dim * hidden
-    gate = 2 if text.get("attn_output_gate") else 1
-    params = hidden * heads * head_dim * gate + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
-    if text.get("attention_bias") or text.get("qkv_bias") or str(text.get("model_type", "")).startswith("qwen2"):
-        params += heads * head_dim + 2 * kv_heads * head_dim
-    if str(text.get("model_type", "")).startswith(("qwen3", "qwen3_5")):
-        params += 2 * head_dim  # q_norm and k_norm
-    return params
-
-
-def _linear_attention_params(text: dict[str, Any], hidden: int) -> int:
-    """One Gated DeltaNet layer (Qwen3-Next / Qwen3.5): projections, conv1d, gates, norm."""
-    k_heads = read_int(text, "linear_num_key_heads", default=0) or 0
-    v_heads = read_int(text, "linear_num_value_heads", default=0) or 0
-    k_dim = k_heads * (read_int(text, "linear_key_head_dim", default=0) or 0)
-    v_head_dim = read_int(text, "linear_value_head_dim", default=0) or 0
-    v_dim = v_heads * v_head_dim
-    kernel = read_int(text, "linear_conv_kernel_dim", default=4) or 4
-    conv_dim = 2 * k_dim + v_dim
-    return (
-        hidden * (2 * k_dim + 2 * v_dim)  # in_proj_qkvz
-        + hidden * 2 * v_heads  # in_proj_ba
-        + conv_dim * kernel  # conv1d
-        + 2 * v_heads  # A_log, dt_bias
-        + v_head_dim  # gated RMSNorm
-        + v_dim * hidden  # out_proj
-    )
-
-
-def _vision_params(vision: Any, text_hidden: int) -> int:
-    """Qwen-VL style vision tower (Qwen3-VL / Qwen3.5): blocks, patch embed, position embed, merger."""
-    if not isinstance(vision, dict):
-        return 0
-    hidden = read_int(vision, "hidden_size", "embed_dim", default=0) or 0
-    depth = read_int(vision, "depth", "num_hidden_layers", default=0) or 0
-    inter = read_int(vision, "intermediate_size", default=4 * hidden) or 4 * hidden
-    patch = read_int(vision, "patch_size", default=14) or 14
-    temporal = read_int(vision, "temporal_patch_size", default=1) or 1
-    channels = read_int(vision, "in_channels", "num_channels", default=3) or 3
-    merge = read_int(vision, "spatial_merge_size", default=2) or 2
-    out_hidden = read_int(vision, "out_hidden_size", default=text_hidden) or text_hidden
-    positions = read_int(vision, "num_position_embeddings", default=2304) or 2304
-    block = 4 * hidden * hidden + 4 * hidden + 2 * hidden * inter + inter + hidden + 4 * hidden
-    merged = hidden * merge * merge
-    merger = 2 * hidden + merged * merged + merged + merged * out_hidden + out_hidden
-    patch_embed = channels * temporal * patch * patch * hidden + hidden
-    return depth * block + patch_embed + positions * hidden + merger
