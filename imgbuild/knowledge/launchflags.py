@@ -233,13 +233,7 @@ def parse_flags(
     Raises UsageError for unknown flags, missing or invalid values and bad choices.
     ``other_versions`` (version -> table) lets the message say where a flag exists.
     """
-    parsed = _Parsed()
-    seen: set[int] = set()
-    for spec in flags.values():
-        if id(spec) in seen:
-            continue
-        seen.add(id(spec))
-        parsed.values.setdefault(spec.dest, spec.default)
+    parsed = _with_defaults(flags)
     args = list(argv)
     given: dict[str, tuple[str, Any]] = {}
     i = 0
@@ -249,73 +243,104 @@ def parse_flags(
         if not word.startswith("-") or word in ("-", "--"):
             raise UsageError(f"unexpected argument {word!r} among the launch flags", hint="flags look like --tp 2")
         name, eq, inline = word.partition("=")
-        spec = flags.get(name)
-        if spec is None:
-            # argparse accepts unambiguous prefixes (allow_abbrev defaults to True)
-            prefixed = {s.dest: f for f, s in flags.items() if f.startswith(name) and f.startswith("--")}
-            if len(prefixed) == 1 and len(name) > 3:
-                spec = flags[next(iter(prefixed.values()))]
-            else:
-                raise _unknown_flag(name, flags, version, other_versions or {})
+        spec = _lookup_flag(name, flags, version, other_versions or {})
         if not spec.takes_value:
             if eq:
                 raise UsageError(f"{name}: takes no value (got {word!r})")
             parsed.values[spec.dest] = spec.action != "store_false"
             parsed.explicit.add(spec.dest)
             continue
-        nargs = spec.nargs
         if eq:
             raw_values = [inline]
-        elif nargs in ("+", "*"):
-            raw_values = []
-            while i < len(args) and not args[i].startswith("--"):
-                raw_values.append(args[i])
-                i += 1
-            if nargs == "+" and not raw_values:
-                raise UsageError(f"{name}: expected at least one value")
-        elif nargs == "?":
-            if i < len(args) and not args[i].startswith("--"):
-                raw_values = [args[i]]
-                i += 1
-            else:
-                raw_values = []
-        elif isinstance(nargs, int):
-            raw_values = args[i : i + nargs]
-            i += nargs
-            if len(raw_values) != nargs:
-                raise UsageError(f"{name}: expected {nargs} values")
         else:
-            if i >= len(args) or (args[i].startswith("--") and len(args[i]) > 2):
-                raise UsageError(f"{name}: expected a value")
-            raw_values = [args[i]]
+            raw_values, i = _take_values(spec, name, args, i)
+        _store(parsed, given, spec, name, _flag_value(spec, name, raw_values))
+    _copy_argparse_dests(parsed)
+    return LaunchConfig(values=parsed.values, explicit=frozenset(parsed.explicit), argv=tuple(argv))
+
+
+def _with_defaults(flags: Mapping[str, FlagSpec]) -> _Parsed:
+    """Every dest of the table at its default (a dest several option strings share, once)."""
+    parsed = _Parsed()
+    seen: set[int] = set()
+    for spec in flags.values():
+        if id(spec) in seen:
+            continue
+        seen.add(id(spec))
+        parsed.values.setdefault(spec.dest, spec.default)
+    return parsed
+
+
+def _lookup_flag(
+    name: str, flags: Mapping[str, FlagSpec], version: str, others: Mapping[str, Mapping[str, FlagSpec]]
+) -> FlagSpec:
+    spec = flags.get(name)
+    if spec is not None:
+        return spec
+    # argparse accepts unambiguous prefixes (allow_abbrev defaults to True)
+    prefixed = {s.dest: f for f, s in flags.items() if f.startswith(name) and f.startswith("--")}
+    if len(prefixed) == 1 and len(name) > 3:
+        return flags[next(iter(prefixed.values()))]
+    raise _unknown_flag(name, flags, version, others)
+
+
+def _take_values(spec: FlagSpec, name: str, args: list[str], i: int) -> tuple[list[str], int]:
+    """The words after ``name`` (from ``args[i]``) that its nargs takes, and the next index."""
+    nargs = spec.nargs
+    if nargs in ("+", "*"):
+        raw_values = []
+        while i < len(args) and not args[i].startswith("--"):
+            raw_values.append(args[i])
             i += 1
-        converted = [_convert(spec, name, raw) for raw in raw_values]
-        if nargs in ("+", "*") or isinstance(nargs, int):
-            value: Any = converted
-        elif nargs == "?" and not converted:
-            value = True
-        else:
-            value = converted[0]
-        if spec.action == "append":
-            previous = parsed.values.get(spec.dest)
-            value = (list(previous) if isinstance(previous, list) else []) + [value]
-        elif spec.dest in given and given[spec.dest][1] != value:
-            # argparse would keep the last one silently; two different values are a mistake
-            first_flag, first_value = given[spec.dest]
-            raise UsageError(
-                f"conflicting values: {first_flag} {first_value} and {name} {value} set the same option",
-                hint="keep one of them",
-            )
-        given[spec.dest] = (name, value)
-        parsed.values[spec.dest] = value
-        parsed.explicit.add(spec.dest)
+        if nargs == "+" and not raw_values:
+            raise UsageError(f"{name}: expected at least one value")
+        return raw_values, i
+    if nargs == "?":
+        if i < len(args) and not args[i].startswith("--"):
+            return [args[i]], i + 1
+        return [], i
+    if isinstance(nargs, int):
+        raw_values = args[i : i + nargs]
+        if len(raw_values) != nargs:
+            raise UsageError(f"{name}: expected {nargs} values")
+        return raw_values, i + nargs
+    if i >= len(args) or (args[i].startswith("--") and len(args[i]) > 2):
+        raise UsageError(f"{name}: expected a value")
+    return [args[i]], i + 1
+
+
+def _flag_value(spec: FlagSpec, name: str, raw_values: list[str]) -> Any:
+    converted = [_convert(spec, name, raw) for raw in raw_values]
+    if spec.nargs in ("+", "*") or isinstance(spec.nargs, int):
+        return converted
+    if spec.nargs == "?" and not converted:
+        return True
+    return converted[0]
+
+
+def _store(parsed: _Parsed, given: dict[str, tuple[str, Any]], spec: FlagSpec, name: str, value: Any) -> None:
+    if spec.action == "append":
+        previous = parsed.values.get(spec.dest)
+        value = (list(previous) if isinstance(previous, list) else []) + [value]
+    elif spec.dest in given and given[spec.dest][1] != value:
+        # argparse would keep the last one silently; two different values are a mistake
+        first_flag, first_value = given[spec.dest]
+        raise UsageError(
+            f"conflicting values: {first_flag} {first_value} and {name} {value} set the same option",
+            hint="keep one of them",
+        )
+    given[spec.dest] = (name, value)
+    parsed.values[spec.dest] = value
+    parsed.explicit.add(spec.dest)
+
+
+def _copy_argparse_dests(parsed: _Parsed) -> None:
     # argparse dests named after the long option; ServerArgs.from_cli_args renames them (server_args.py)
     for field_name, dest in _ARGPARSE_DESTS.items():
         if dest in parsed.values:
             parsed.values[field_name] = parsed.values[dest]
             if dest in parsed.explicit:
                 parsed.explicit.add(field_name)
-    return LaunchConfig(values=parsed.values, explicit=frozenset(parsed.explicit), argv=tuple(argv))
 
 
 def with_flags(config: LaunchConfig, changes: Mapping[str, Any]) -> LaunchConfig:
