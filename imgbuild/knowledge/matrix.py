@@ -1,7 +1,7 @@
 """Load and validate matrix.yaml, the compatibility matrix.
 
 The file has curated sections (cuda, gpus, features, speculative, known_issues,
-bases, targets) and a generated one (engines, written by scripts/gen_matrix.py
+constraints, bases, targets) and a generated one (engines, written by scripts/gen_matrix.py
 from SGLang's wheels). Engine rows store their architecture classes as deltas
 against the previous release; loading expands them into full sets.
 
@@ -35,6 +35,25 @@ from imgbuild.knowledge.specs import (
 _CHECKOUT_ROOT = Path(__file__).resolve().parents[2]
 
 
+@dataclass(frozen=True)
+class LockConstraint:
+    """A row of ``constraints:``: a bound that ``imgbuild lock`` applies to engines in a range.
+
+    SGLang leaves some dependencies unbounded that its own pins cannot work with
+    (transformers 5.6.0 needs kernels < 0.13 but says so only under an extra).
+    """
+
+    engines: str  # a specifier over SGLang versions, e.g. ">=0.5.11,<0.5.13"
+    requirement: str  # a PEP 508 requirement for uv's constraints file, e.g. "kernels<0.13"
+    reason: str
+    source: str
+
+    def applies_to(self, engine: str) -> bool:
+        from packaging.specifiers import SpecifierSet
+
+        return SpecifierSet(self.engines).contains(engine, prereleases=True)
+
+
 def data_root() -> Path:
     """Where matrix.yaml, dockerfiles/ and locks/ live: the checkout imgbuild runs from
     (an editable install, as scripts/setup makes), else the copies a wheel installs
@@ -63,6 +82,7 @@ class Matrix:
     features: tuple[FeatureSpec, ...]
     speculative: tuple[SpeculativeSpec, ...]
     known_issues: tuple[KnownIssue, ...]
+    constraints: tuple[LockConstraint, ...] = ()
     _gpu_index: dict[str, GpuSpec] = field(default_factory=dict, repr=False, compare=False)
 
     def engine(self, version: str) -> EngineSpec:
@@ -80,6 +100,10 @@ class Matrix:
         if not self.engines:
             raise UsageError(f"{self.path}: no engines", hint="run scripts/gen_matrix.py")
         return self.engines[-1]
+
+    def constraints_for(self, engine: str) -> tuple[LockConstraint, ...]:
+        """The curated constraints that apply to locking SGLang ``engine``."""
+        return tuple(c for c in self.constraints if c.applies_to(engine))
 
     def cuda_spec(self, version: str) -> CudaSpec:
         for spec in self.cuda:
@@ -201,6 +225,7 @@ def build_matrix(data: Any, *, path: Path, text: str | None = None, validated: b
     features = checker.features(data.get("features", []))
     speculative = checker.speculative(data.get("speculative", []))
     known_issues = checker.known_issues(data.get("known_issues", []))
+    constraints = checker.constraints(data.get("constraints", []))
     engines = checker.engines(data.get("engines", []), {c.version for c in cuda})
     if problems:
         raise MatrixError(_locate(problems, path, text))
@@ -217,6 +242,7 @@ def build_matrix(data: Any, *, path: Path, text: str | None = None, validated: b
         features=features,
         speculative=speculative,
         known_issues=known_issues,
+        constraints=constraints,
         _gpu_index=index,
     )
 
@@ -366,6 +392,26 @@ class _Checker:
                         source=source,
                     )
                 )
+        return tuple(out)
+
+    def constraints(self, value: Any) -> tuple[LockConstraint, ...]:
+        out = []
+        for where, row in self.rows("constraints", value):
+            engines = self.text(where, row, "engines")
+            requirement = self.text(where, row, "requirement")
+            reason = self.text(where, row, "reason")
+            source = self.text(where, row, "source")
+            if engines is not None:
+                self.specifier(where + ("engines",), engines)
+            if requirement is not None and self.check_specifiers:
+                from packaging.requirements import InvalidRequirement, Requirement
+
+                try:
+                    Requirement(requirement)
+                except InvalidRequirement:
+                    self.problem(where + ("requirement",), f"{requirement!r} is not a PEP 508 requirement")
+            if engines and requirement and reason and source:
+                out.append(LockConstraint(engines=engines, requirement=requirement, reason=reason, source=source))
         return tuple(out)
 
     def engines(self, value: Any, cuda_versions: set[str]) -> tuple[EngineSpec, ...]:

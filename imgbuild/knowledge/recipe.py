@@ -52,6 +52,11 @@ class BaseSpec:
         return f"{self.image}{tag}@{self.digest}"
 
 
+def engine_lock_name(engine: str, *, python: str, arch: str) -> str:
+    """``sglang-0.5.11-cp312-x86_64.txt``: a lock holds wheels of one Python and one platform."""
+    return f"sglang-{engine}-cp{python.replace('.', '')}-{arch}.txt"
+
+
 @dataclass(frozen=True)
 class TargetSpec:
     """Everything that decides what goes into an image (all of it is hashed)."""
@@ -81,7 +86,7 @@ class TargetSpec:
             return self.lock
         if self.kind == "test":
             return f"{self.name}-{self.arch}.txt"
-        return f"sglang-{self.engine}-{self.arch}.txt"
+        return engine_lock_name(self.engine, python=self.python, arch=self.arch)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -1,6 +1,6 @@
 # Rendered by imgbuild 0.1.0 from dockerfiles/sglang.Dockerfile.tmpl: do not edit.
 # target golden-sglang: SGLang 0.5.11, CUDA 13.0, torch 2.11.0, Python 3.12, linux/amd64
-# recipe sha256:baeb4a9e2097fcc499dbeec97c87e89f5abe58b954acc3e2bf472ee8c559f1fe
+# recipe sha256:24d3e11e84e8a00051b7afdbeaf42d4026274d7b927f3ac0cb38521198620f02
 
 # Stage "base": the pinned CUDA image, Python and the non-root user (uid 1000,
 # which Ubuntu 24.04 images give to a user "ubuntu": that one is removed).
@@ -41,7 +41,7 @@ LABEL org.opencontainers.image.title="sglang-0.5.11" \
       org.opencontainers.image.base.name="nvidia/cuda:13.0.1-devel-ubuntu24.04@sha256:7d2f6a8c2071d911524f95061a0db363e24d27aa51ec831fcccf9e76eb72bc92" \
       org.opencontainers.image.source="https://github.com/sgl-project/sglang" \
       org.opencontainers.image.licenses="Apache-2.0" \
-      io.imgbuild.recipe-digest="sha256:baeb4a9e2097fcc499dbeec97c87e89f5abe58b954acc3e2bf472ee8c559f1fe" \
+      io.imgbuild.recipe-digest="sha256:24d3e11e84e8a00051b7afdbeaf42d4026274d7b927f3ac0cb38521198620f02" \
       io.imgbuild.recipe="{\"base\":\"cuda-13.0.1-devel-ubuntu24.04\",\"cuda\":\"13.0\",\"engine\":\"0.5.11\",\"glibc\":\"2.34\",\"gpus\":\"RTX A6000x2\",\"kind\":\"sglang\",\"launch_flags\":[\"--tp\",\"2\",\"--speculative-algorithm\",\"NEXTN\"],\"lock\":null,\"model\":\"Qwen/Qwen3.6-27B\",\"name\":\"golden-sglang\",\"packages\":[],\"platform\":\"linux/amd64\",\"python\":\"3.12\",\"source\":\"golden\",\"torch\":\"2.11.0\"}" \
       io.imgbuild.target="golden-sglang" \
       io.imgbuild.engine="0.5.11" \
