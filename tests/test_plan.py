@@ -217,3 +217,29 @@ def test_cli_bad_input_is_one_line_exit_2(cli_env, capsys, argv: list[str]) -> N
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("imgbuild: error: ")
+
+
+def test_suggest_changes_is_a_pure_search_over_memory_plans(matrix) -> None:
+    """knowledge.suggest re-plans candidates from the MemoryInputs alone: nothing for a plan
+    that fits, and for one that does not, changes that each fit when re-planned."""
+    from dataclasses import replace as with_changes
+
+    from imgbuild.knowledge.memory import MemoryInputs, plan_memory, rules_for
+    from imgbuild.knowledge.modelinfo import inspect_model
+    from imgbuild.knowledge.suggest import GpuView, suggest_changes
+
+    g = inspect_model(MODEL).geometry
+    gpus = GpuView("NVIDIA RTX A6000", 2, 49140.0, 47.99 - 0.9 - 0.28, 1.18, "--gpu")
+
+    base = MemoryInputs(rules=rules_for("0.5.11"), geometry=g, tp_size=2, attn_tp_size=2, gpu_total_mib=gpus.total_mib,
+                        free_before_load_gib=gpus.free_gib, mem_fraction_static=0.85, context_length=32768)
+    fitting = plan_memory(base)
+    assert fitting.fits and suggest_changes(base, fitting, gpus) == ()
+    # 27B of bfloat16 weights on one 48 GiB GPU: only more GPUs make it fit
+    one_gpu = with_changes(base, tp_size=1, attn_tp_size=1, free_before_load_gib=47.99 - 0.9)
+    plan = plan_memory(one_gpu)
+    assert not plan.fits
+    suggestions = suggest_changes(one_gpu, plan, gpus)
+    assert suggestions and all(s.verdict == "fits" for s in suggestions)
+    assert suggestions[0].flags[:2] == ("--tp-size", "2") and suggestions[0].gpu == "NVIDIA RTX A6000x2"
+    assert [s.cost for s in suggestions] == sorted(s.cost for s in suggestions)

@@ -21,6 +21,9 @@ from the released wheels:
   one slot (mem_cache/kv_cache_configurator.py) and, from 0.5.18, reserves the
   multimodal embedding cache (100 MiB) out of the KV budget.
 
+The model comes in as the ModelGeometry that imgbuild.knowledge.modelinfo read, and its
+weights are counted by modelinfo's block counters; this module only shards and sizes.
+
 All sizes are per GPU. SGLang logs "GB" meaning GiB (x / (1 << 30)).
 """
 

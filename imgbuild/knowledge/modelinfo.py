@@ -533,13 +533,12 @@ def describe_model(config: dict[str, Any], index: dict[str, Any] | None, *, sour
     """
     text = text_config_of(config)
     architectures = _required_shapes(config, text, f"model {source}: config.json")
-    shapes = read_geometry(config, architecture=architectures[0])
-    breakdown = parameter_breakdown(shapes)
-    parameters, weight_bytes, parameters_source = _parameters_and_bytes(shapes, breakdown, index)
+    g = read_geometry(config, architecture=architectures[0])
+    breakdown = parameter_breakdown(g)
+    parameters, weight_bytes, parameters_source = _parameters_and_bytes(g, breakdown, index)
     if parameters_source == "index":
-        shapes = replace(shapes, checkpoint_bytes=weight_bytes, checkpoint_parameters=parameters)
-    g = shapes
-    mla = g.kv_lora_rank > 0
+        g = replace(g, checkpoint_bytes=weight_bytes, checkpoint_parameters=parameters)
+    mla = g.kv_lora_rank > 0  # MLA-shaped weights, whether or not SGLang builds MLA attention for them
     return ModelInfo(
         source=source,
         architectures=architectures,

@@ -16,6 +16,8 @@ from imgbuild.knowledge.memory import MemoryInputs, MemoryPlan, plan_memory, sta
 
 @dataclass(frozen=True)
 class GpuView:
+    """The GPUs a plan is for, as imgbuild.flows.plan.read_gpus sees them (--gpu or NVML)."""
+
     name: str
     count: int
     total_mib: float  # smallest memory.total over the host's GPUs (what SGLang's default reads)
