@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from imgbuild.errors import NegativeVerdict, UsageError
-from imgbuild.adapters.registry import Credentials, Descriptor, RegistryClient, parse_reference
+from imgbuild.adapters.registry import Credentials, Descriptor, Reference, RegistryClient, parse_reference
 
 CERT_ARTIFACT_TYPE = "application/vnd.imgbuild.certificate.v1+json"
 UNCERTIFIED_ARTIFACT_TYPE = "application/vnd.imgbuild.uncertified.v1+json"
@@ -269,13 +269,41 @@ def publish_image(
     progress: Progress | None = None,
 ) -> PublishResult:
     say = progress or (lambda line: None)
+    dest = _destination(opts, registry)
+    image = find_local_image(opts.source, engine=engine, targets=opts.targets)
+    passing = _passing_certificates(opts, image, certificates)
+    uncertified = not passing
+    tags = publish_tags(image.labels, uncertified=uncertified)
+    registry.ping()  # wrong credentials fail here, before the engine pushes anything
+    pub = _Publication(registry=registry, dest=dest, image=image, say=say)
+    digest = pub.push(engine, tags, progress)
+    subject = registry.head_manifest(dest.repository, digest)
+    if subject is None:
+        raise UsageError(f"{dest.name}@{digest} is not in the registry after the push")
+    manifest = registry.get_manifest(dest.repository, digest)
+    config_digest = (manifest.data.get("config") or {}).get("digest") if manifest else None
+    if uncertified:
+        pub.mark_uncertified(subject, digest)
+    attached = [pub.attach_certificate(cert, subject, digest, config_digest) for cert in passing]
+    return PublishResult(image_id=image.id, repository=dest.name, digest=digest, tags=tags, certificates=attached,
+                         uncertified=uncertified, changed=bool(pub.actions), actions=pub.actions)
+
+
+def _destination(opts: PublishOptions, registry: RegistryClient) -> Reference:
     dest = parse_reference(opts.destination, require_host=True)
     if dest.tag or dest.digest:
         raise UsageError(f"--to {opts.destination}: give HOST[:PORT]/REPO without a tag or digest",
                          hint="imgbuild chooses the tags from the image's labels")
     if dest.host != registry.host:
         raise UsageError(f"--to {opts.destination} is on {dest.host}, the registry client is for {registry.host}")
-    image = find_local_image(opts.source, engine=engine, targets=opts.targets)
+    return dest
+
+
+def _passing_certificates(
+    opts: PublishOptions, image: LocalImage, certificates: Iterable[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """The image's passing certificates; NegativeVerdict when it has none and
+    uncertified images are not allowed."""
     mine = certificates_for(certificates, image)
     passing = [c for c in mine if cert_passed(c)]
     if not passing and not opts.allow_uncertified:
@@ -285,49 +313,60 @@ def publish_image(
             f"image {opts.source} ({image.id[:19]}) is not certified: {detail}",
             hint="run `imgbuild certify` on it, or pass --allow-uncertified to publish it marked as uncertified",
         )
-    uncertified = not passing
-    tags = publish_tags(image.labels, uncertified=uncertified)
-    registry.ping()  # wrong credentials fail here, before the engine pushes anything
-    actions: list[str] = []
+    return passing
 
-    # The image: skip the engine's push when every tag already names a manifest of this image.
-    digest = _already_pushed(registry, dest.repository, tags, image.id)
-    if digest:
-        say(f"image {image.id[:19]} already at {dest.name}:{tags[0]} ({digest[:19]})")
-    else:
+
+@dataclass
+class _Publication:
+    """One image going to one repository, and what was done for it."""
+
+    registry: RegistryClient
+    dest: Reference
+    image: LocalImage
+    say: Progress
+    actions: list[str] = field(default_factory=list)
+
+    def push(self, engine: PushEngine, tags: Sequence[str], progress: Progress | None) -> str:
+        """Push the image under every tag; skip the engine's push when every tag already
+        names a manifest of this image. Returns the manifest digest."""
+        image, dest = self.image, self.dest
+        digest = _already_pushed(self.registry, dest.repository, tags, image.id)
+        if digest:
+            self.say(f"image {image.id[:19]} already at {dest.name}:{tags[0]} ({digest[:19]})")
+            return digest
         for tag in tags:
-            say(f"pushing {image.id[:19]} as {dest.name}:{tag}")
-            pushed = engine.push_image(image.id, dest.name, tag, credentials=registry.credentials, progress=progress)
+            self.say(f"pushing {image.id[:19]} as {dest.name}:{tag}")
+            pushed = engine.push_image(image.id, dest.name, tag, credentials=self.registry.credentials,
+                                       progress=progress)
             if digest and pushed != digest:
                 raise UsageError(f"the engine pushed {tag} as {pushed}, the first tag as {digest}")
             digest = pushed
-            actions.append(f"pushed {dest.name}:{tag}")
-    assert digest
-    subject = registry.head_manifest(dest.repository, digest)
-    if subject is None:
-        raise UsageError(f"{dest.name}@{digest} is not in the registry after the push")
-    manifest = registry.get_manifest(dest.repository, digest)
-    config_digest = (manifest.data.get("config") or {}).get("digest") if manifest else None
+            self.actions.append(f"pushed {dest.name}:{tag}")
+        assert digest
+        return digest
 
-    attached: list[dict[str, Any]] = []
-    if uncertified:
-        note = {"uncertified": True, "reason": "published with --allow-uncertified", "image_id": image.id,
-                "digest": digest, "recipe_digest": image.labels.get(LABEL_RECIPE_DIGEST)}
-        desc, changed = registry.attach_artifact(
-            dest.repository, subject=subject, artifact_type=UNCERTIFIED_ARTIFACT_TYPE,
+    def mark_uncertified(self, subject: Descriptor, digest: str) -> None:
+        note = {"uncertified": True, "reason": "published with --allow-uncertified", "image_id": self.image.id,
+                "digest": digest, "recipe_digest": self.image.labels.get(LABEL_RECIPE_DIGEST)}
+        desc, changed = self.registry.attach_artifact(
+            self.dest.repository, subject=subject, artifact_type=UNCERTIFIED_ARTIFACT_TYPE,
             payload=json.dumps(note, sort_keys=True).encode(), payload_media_type="application/json",
             annotations={"io.imgbuild.certified": "false", "io.imgbuild.image.digest": digest},
             title="uncertified.json")
         if changed:
-            actions.append(f"marked {digest[:19]} uncertified ({desc.digest[:19]})")
-    for cert in passing:
+            self.actions.append(f"marked {digest[:19]} uncertified ({desc.digest[:19]})")
+
+    def attach_certificate(
+        self, cert: Mapping[str, Any], subject: Descriptor, digest: str, config_digest: str | None
+    ) -> dict[str, Any]:
+        """Attach ``cert`` to the pushed manifest; NegativeVerdict when it names another image."""
+        dest = self.dest
         if not bound_to(cert, digest=digest, image_id=config_digest):
             raise NegativeVerdict(
                 f"certificate {cert.get('id')} names {', '.join(sorted(cert_digests(cert))) or cert_image_id(cert)}, "
                 f"but the registry holds this image as {digest}",
                 hint=f"certify the pushed image: imgbuild certify {dest.name}@{digest}",
             )
-        payload = _certificate_bytes(cert)
         annotations = {"io.imgbuild.certified": "true", "io.imgbuild.image.digest": digest,
                        "io.imgbuild.certificate.id": str(cert.get("id", "")),
                        "io.imgbuild.verdict": str(cert.get("verdict", ""))}
@@ -335,16 +374,14 @@ def publish_image(
             annotations["io.imgbuild.target"] = str(cert_target_name(cert))
         if cert.get("created_at"):
             annotations["org.opencontainers.image.created"] = str(cert["created_at"])
-        desc, changed = registry.attach_artifact(
-            dest.repository, subject=subject, artifact_type=CERT_ARTIFACT_TYPE, payload=payload,
+        desc, changed = self.registry.attach_artifact(
+            dest.repository, subject=subject, artifact_type=CERT_ARTIFACT_TYPE, payload=_certificate_bytes(cert),
             payload_media_type="application/json", annotations=annotations, title="certificate.json")
         if changed:
-            actions.append(f"attached certificate {cert.get('id')} as {desc.digest[:19]}")
-            say(f"attached certificate {cert.get('id')} to {dest.name}@{digest[:19]}")
-        attached.append({"id": cert.get("id"), "artifact": desc.digest, "verdict": cert.get("verdict"),
-                         "target": cert_target_name(cert)})
-    return PublishResult(image_id=image.id, repository=dest.name, digest=digest, tags=tags, certificates=attached,
-                         uncertified=uncertified, changed=bool(actions), actions=actions)
+            self.actions.append(f"attached certificate {cert.get('id')} as {desc.digest[:19]}")
+            self.say(f"attached certificate {cert.get('id')} to {dest.name}@{digest[:19]}")
+        return {"id": cert.get("id"), "artifact": desc.digest, "verdict": cert.get("verdict"),
+                "target": cert_target_name(cert)}
 
 
 def _certificate_bytes(cert: Mapping[str, Any]) -> bytes:
