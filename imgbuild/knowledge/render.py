@@ -65,6 +65,13 @@ def find_target(raw: dict, name: str) -> TargetSpec:
     return targets[name]
 
 
+def lock_command(target: TargetSpec) -> str:
+    """The ``imgbuild lock`` command that makes ``target``'s lock file."""
+    if target.kind == "test":
+        return f"imgbuild lock --target {target.name}"
+    return f"imgbuild lock {target.engine} --python {target.python} --arch {target.arch}"
+
+
 def resolve_inputs(
     target: TargetSpec,
     *,
@@ -107,8 +114,10 @@ def resolve_inputs(
     try:
         lock_text = lock_path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        how = f"imgbuild lock --target {target.name}" if target.kind == "test" else f"imgbuild lock {target.engine}"
-        raise UsageError(f"target {target.name}: lock {lock_path} is missing", hint=f"run `{how}`") from None
+        raise UsageError(
+            f"target {target.name}: no lock for Python {target.python} on {target.arch} ({lock_path} is missing)",
+            hint=f"make it with `{lock_command(target)}`",
+        ) from None
     if "--hash=sha256:" not in lock_text:
         raise UsageError(f"{lock_path}: no --hash lines", hint="a lock must be made with --generate-hashes (imgbuild lock)")
     template_name = TEMPLATES[target.kind]
