@@ -1,0 +1,106 @@
+"""A corpus of launch-flag sets for one SGLang release, generated from that release's own flag
+table (imgbuild/data/server_args.json, extracted from its server_args.py), to hold `plan` against
+SGLang's real parser (tests/oracle/sglang_parse.py).
+
+Every flag appears at least once with a valid value; typed and choice flags also with an invalid
+one; then the combinations that server_args.py refuses or resolves specially (hand-listed from
+the 0.5.x sources, below), and seeded random pairs.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER_ARGS = ROOT / "imgbuild" / "data" / "server_args.json"
+# Flags a corpus case never sets: the base command sets them, or they point at files, hosts or
+# processes that would make the case about the world rather than about parsing.
+SKIP = {
+    "--model-path", "--model", "--tp", "--tp-size", "--tensor-parallel-size", "--config", "--host", "--port",
+    "--tokenizer-path", "--served-model-name", "--chat-template", "--completion-template", "--dist-init-addr",
+    "--nccl-init-addr", "--speculative-draft-model-path", "--speculative-draft", "--lora-paths", "--file-storage-path",
+    "--json-model-override-args", "--preferred-sampling-params", "--api-key", "--admin-api-key",
+    "--download-dir", "--log-requests-target", "--crash-dump-folder", "--decrypted-config-file",
+    "--decrypted-draft-config-file", "--model-loader-extra-config", "--revision", "--speculative-draft-model-revision",
+    "--tokenizer-worker-num", "--nnodes", "--node-rank", "--dp", "--dp-size", "--data-parallel-size",
+    "--pp", "--pp-size", "--pipeline-parallel-size", "--ep", "--ep-size", "--expert-parallel-size",
+}
+# Combinations server_args.py decides on (0.5.9 .. 0.5.23): refusals and resolved defaults.
+PAIRS = [
+    ["--enable-hierarchical-cache", "--disable-radix-cache"],
+    ["--speculative-algorithm", "NEXTN"],
+    ["--speculative-algorithm", "NEXTN", "--disable-radix-cache"],
+    ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+     "--speculative-num-draft-tokens", "4", "--disable-radix-cache"],
+    ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3", "--speculative-eagle-topk", "4",
+     "--disable-radix-cache"],
+    ["--speculative-algorithm", "EAGLE", "--disable-radix-cache"],
+    ["--disable-cuda-graph"],
+    ["--disable-cuda-graph", "--disable-radix-cache"],
+    ["--mem-fraction-static", "0.85", "--context-length", "32768"],
+    ["--chunked-prefill-size", "-1"],
+    ["--chunked-prefill-size", "8192", "--max-prefill-tokens", "4096"],
+    ["--cuda-graph-max-bs", "64"],
+    ["--max-running-requests", "32"],
+    ["--mamba-scheduler-strategy", "extra_buffer"],
+    ["--mamba-scheduler-strategy", "extra_buffer", "--disable-radix-cache"],
+    ["--kv-cache-dtype", "fp8_e4m3"],
+    ["--enable-dp-attention"],
+    ["--page-size", "16"],
+    ["--enable-mixed-chunk", "--disable-radix-cache"],
+]
+
+
+def release_specs(version: str) -> list[dict]:
+    data = json.loads(SERVER_ARGS.read_text(encoding="utf-8"))
+    return [data["specs"][i] for i in data["versions"][version]]
+
+
+def valid_values(spec: dict) -> list[list[str]]:
+    flag = spec["flags"][0]
+    action = spec["action"]
+    if action in ("store_true", "store_false", "StoreTrue", "DeprecatedStoreTrueAction") or spec.get("nargs") == 0:
+        return [[flag]]
+    if action == "BooleanOptionalAction":
+        return [[flag], ["--no-" + flag[2:]]]
+    if spec.get("choices"):
+        choices = [str(c) for c in spec["choices"]]
+        return [[flag, choices[0]]] + ([[flag, choices[-1]]] if len(choices) > 1 else [])
+    kind = spec.get("type")
+    if kind == "int":
+        return [[flag, "4"]]
+    if kind == "float":
+        return [[flag, "0.5"]]
+    if spec.get("nargs") in ("+", "*"):
+        return [[flag, "a", "b"]]
+    return [[flag, "x"]]
+
+
+def invalid_values(spec: dict) -> list[list[str]]:
+    flag = spec["flags"][0]
+    if spec.get("choices"):
+        return [[flag, "not-a-choice"]]
+    if spec.get("type") in ("int", "float"):
+        return [[flag, "abc"]]
+    if spec["action"] in ("store_true", "BooleanOptionalAction"):
+        return [[flag, "1"]]
+    return []
+
+
+def flag_sets(version: str, *, seed: int = 0, random_pairs: int = 60) -> list[list[str]]:
+    """The corpus for one release: each case is the flags after the base command."""
+    specs = [s for s in release_specs(version) if not (set(s["flags"]) & SKIP)]
+    names = {f for s in specs for f in s["flags"]}
+    cases: list[list[str]] = [[]]
+    for spec in specs:
+        cases += valid_values(spec) + invalid_values(spec)
+    cases += [p for p in PAIRS if all(w in names for w in p if w.startswith("--") and not w.startswith("--no-"))]
+    rng = random.Random(seed)
+    singles = [v for s in specs for v in valid_values(s)]
+    for _ in range(random_pairs):
+        a, b = rng.sample(singles, 2)
+        cases.append(a + b)
+    cases.append(["--enable-h"])  # an ambiguous prefix
+    return cases
