@@ -171,6 +171,26 @@ def test_vision_patch_defaults_are_transformers_qwen3_vl_defaults() -> None:
     assert info.parameter_breakdown["vision"] == seed.parameter_breakdown["vision"]
 
 
+@pytest.mark.parametrize(
+    ("model_type", "vision_type", "deepstack"),
+    [
+        pytest.param("qwen3_vl", "qwen3_vl", 3, id="qwen3-vl"),
+        pytest.param("qwen3_vl_moe", "qwen3_vl_moe", 3, id="qwen3-vl-moe"),
+        pytest.param("qwen3_5", "qwen3_5", 0, id="qwen3.5-has-none"),
+    ],
+)
+def test_deepstack_mergers_default_as_transformers_configs_do(model_type: str, vision_type: str, deepstack: int) -> None:
+    """Without deepstack_visual_indexes a Qwen3-VL tower has three deepstack mergers ([8, 16, 24] in
+    Qwen3VLVisionConfig / Qwen3VLMoeVisionConfig); a Qwen3.5 tower has none."""
+    config = json.loads(json.dumps(QWEN36_VISION))
+    config["model_type"] = model_type
+    config["vision_config"]["model_type"] = vision_type
+    vision = read_geometry(config).vision
+    assert vision is not None and vision.deepstack_layers == deepstack
+    config["vision_config"]["deepstack_visual_indexes"] = []
+    assert read_geometry(config).vision.deepstack_layers == 0
+
+
 # ----------------------------------------------------------------------------- config readers
 # read_geometry reads config.json through these.
 

@@ -357,6 +357,17 @@ _QWEN3_VL_VISION = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
 QWEN3_VL_PATCH_SIZE = 16
 QWEN3_VL_TEMPORAL_PATCH_SIZE = 2
 QWEN3_VL_POSITION_EMBEDDINGS = 2304
+# Qwen3VLVisionConfig and Qwen3VLMoeVisionConfig (models/qwen3_vl_moe/configuration_qwen3_vl_moe.py)
+# default deepstack_visual_indexes to [8, 16, 24]; Qwen3_5VisionConfig has no deepstack mergers.
+QWEN3_VL_DEEPSTACK_INDEXES = (8, 16, 24)
+
+
+def _deepstack_layers(vision_cfg: dict[str, Any], *, model_type: str) -> int:
+    indexes = vision_cfg.get("deepstack_visual_indexes")
+    if indexes is None:
+        qwen3_vl = model_type.startswith("qwen3_vl") or str(vision_cfg.get("model_type", "")).startswith("qwen3_vl")
+        indexes = QWEN3_VL_DEEPSTACK_INDEXES if qwen3_vl else ()
+    return len(indexes)
 
 
 def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int) -> VisionGeometry | None:
@@ -376,7 +387,7 @@ def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int) -> V
             in_channels=read_int(vision_cfg, "in_channels", default=3),
             spatial_merge_size=read_int(vision_cfg, "spatial_merge_size", default=2),
             num_position_embeddings=read_int(vision_cfg, "num_position_embeddings", default=QWEN3_VL_POSITION_EMBEDDINGS),
-            deepstack_layers=len(vision_cfg.get("deepstack_visual_indexes") or []),
+            deepstack_layers=_deepstack_layers(vision_cfg, model_type=model_type),
             num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
         )
     return VisionGeometry(
