@@ -130,7 +130,7 @@ def date_as_of(text: str) -> AsOf:
         if len(text) == 10:
             day = date.fromisoformat(text)
             moment = datetime(day.year, day.month, day.day, tzinfo=timezone.utc) + timedelta(days=1)
-            return AsOf(exclude_newer=_rfc3339(moment), how=f"--as-of {text} (the end of that day, UTC)")
+            return AsOf(exclude_newer=_rfc3339(moment), how=f"--as-of {text}, the end of that day in UTC")
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise UsageError(f"--as-of {text!r} is not a date (2026-05-07) or an RFC 3339 time (2026-05-07T00:07:15Z)") from None
