@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from imgbuild.errors import UsageError
+from imgbuild.knowledge.argchecks import first_refusal
 from imgbuild.knowledge.launchflags import LaunchCommand, LaunchConfig, parse_flags, split_command
 from imgbuild.knowledge.memory import (
     MemoryInputs,
@@ -263,6 +264,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         language_only=bool(v.get("language_only")),
         mm_enable_dp_encoder=bool(v.get("mm_enable_dp_encoder")),
         enable_torch_compile=bool(v.get("enable_torch_compile")),
+        argument_error=first_refusal(rules.version, v),
     )
 
 

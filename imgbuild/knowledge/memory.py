@@ -385,6 +385,8 @@ class MemoryInputs:
     language_only: bool = False
     mm_enable_dp_encoder: bool = False
     enable_torch_compile: bool = False
+    # the first post-parse check of knowledge/argchecks.py that refuses these flags (None: none)
+    argument_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -631,6 +633,8 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
 def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     """Phase 1, free memory and mem-fraction-static: the defaults server_args.py fills in
     (_handle_gpu_memory_settings, _handle_speculative_decoding, _handle_mamba_radix_cache)."""
+    if inp.argument_error:
+        out.refuse(inp.argument_error)
     default_chunk, default_bs = graph_defaults(inp.gpu_total_mib, inp.tp_size)
     chunked = inp.chunked_prefill_size if inp.chunked_prefill_size is not None else default_chunk
     graph_bs = inp.cuda_graph_max_bs if inp.cuda_graph_max_bs is not None else default_bs
