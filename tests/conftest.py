@@ -19,14 +19,39 @@ def pytest_sessionfinish(session, exitstatus):  # noqa: ANN001, ANN201 - pytest 
         session.exitstatus = 1
 
 
-# --- Docker fixtures (render/build, issue 4) -----------------------------------------
+# --- Ports -----------------------------------------------------------------------------
+# Servers the tests run in-process bind to port 0 themselves and report the port they
+# got (tokenserver, hubserver). An outside program cannot: docker-registry reads its
+# address from a config file, and a certify container's published port is passed to the
+# engine. For those, unused_tcp_port() names a port that was free a moment ago; another
+# process may take it before the program binds it, so their callers retry on a
+# collision (see port_collision and registryserver.RegistryServer.start).
+
+import os  # noqa: E402
+import socket  # noqa: E402
+
+import pytest  # noqa: E402
+
+PORT_COLLISION_MARKERS = ("address already in use", "port is already allocated")
+
+
+def unused_tcp_port() -> int:
+    """A TCP port on 127.0.0.1 that no socket holds now (for a program told its port)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def port_collision(output: str) -> bool:
+    """Whether a program's output says its port was taken (the race unused_tcp_port leaves)."""
+    lowered = output.lower()
+    return any(marker in lowered for marker in PORT_COLLISION_MARKERS)
+
+
+# --- Docker fixtures ---------------------------------------------------------------------
 # The engine, registry and base come from scripts/services (scripts/test starts them
 # in CI). Outside CI without an engine the Docker tests skip with the reason; in CI
 # (CI=true) they fail instead, so a missing engine cannot pass unnoticed.
-
-import os  # noqa: E402
-
-import pytest  # noqa: E402
 
 SERVICES_ENV_FILE = Path("/run/imgbuild-services.env")
 HOST_CA_BUNDLE = Path(os.environ.get("IMGBUILD_TEST_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt"))
@@ -47,17 +72,23 @@ def _services_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def docker_engine():  # noqa: ANN201 - imgbuild.adapters.engine.Engine
-    """A connected engine (DOCKER_HOST, else the one scripts/services started)."""
-    for key, value in _services_env().items():
-        os.environ.setdefault(key, value)
+def docker_engine():  # noqa: ANN201 - yields an imgbuild.adapters.engine.Engine
+    """A connected engine (DOCKER_HOST, else the one scripts/services started).
+
+    The services' variables fill in what the environment lacks for the session and are
+    removed again at its end."""
     from imgbuild.adapters.engine import connect
     from imgbuild.errors import EnvironmentUnavailable
 
-    try:
-        return connect(timeout_s=300)
-    except EnvironmentUnavailable as exc:
-        _docker_unavailable(exc.one_line())
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in _services_env().items():
+            if key not in os.environ:
+                patch.setenv(key, value)
+        try:
+            engine = connect(timeout_s=300)
+        except EnvironmentUnavailable as exc:
+            _docker_unavailable(exc.one_line())
+        yield engine
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import socket
 import ssl
 import subprocess
 import time
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from conftest import port_collision, unused_tcp_port
 
 IN_CI = os.environ.get("CI") == "true"
 
@@ -31,12 +32,6 @@ def need(binary: str, package: str) -> str:
     if IN_CI:
         pytest.fail(message)
     pytest.skip(message)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_ca(directory: Path) -> tuple[Path, Path, Path]:
@@ -60,13 +55,19 @@ def make_ca(directory: Path) -> tuple[Path, Path, Path]:
     return ca_crt, crt, key
 
 
+class _PortTaken(Exception):
+    """docker-registry exited because another process holds its port."""
+
+
 class RegistryServer:
     def __init__(self, root: Path, *, tls: bool = True, users: dict[str, str] | None = None,
                  auth_lines: list[str] | None = None) -> None:
         self.binary = need("docker-registry", "docker-registry")
         self.root = root
         self.storage = root / "storage"
-        self.port = free_port()
+        # docker-registry reads its address from the config: a port is chosen for it (and
+        # chosen again if another process takes it first, see start).
+        self.port = unused_tcp_port()
         self.host = f"127.0.0.1:{self.port}"
         self.tls = tls
         self.users = dict(users or {})
@@ -98,9 +99,22 @@ class RegistryServer:
         lines += self.auth_lines
         return "\n".join(lines) + "\n"
 
-    def start(self) -> RegistryServer:
+    def start(self, *, attempts: int = 3) -> RegistryServer:
+        """Run docker-registry until it answers on /v2/; on a port taken between choosing
+        and binding it (the log says so), again on another port."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.storage.mkdir(exist_ok=True)
+        for attempt in range(attempts):
+            try:
+                return self._start_once()
+            except _PortTaken:
+                if attempt == attempts - 1:
+                    raise RuntimeError(f"docker-registry: {attempts} ports taken in a row: {self.log.read_text()[-2000:]}") from None
+                self.port = unused_tcp_port()
+                self.host = f"127.0.0.1:{self.port}"
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> RegistryServer:
         config = self.root / "config.yml"
         config.write_text(self._config())
         self.process = subprocess.Popen([self.binary, "serve", str(config)], stdout=self.log.open("wb"),
@@ -109,7 +123,10 @@ class RegistryServer:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"docker-registry exited: {self.log.read_text()[-2000:]}")
+                log = self.log.read_text()
+                if port_collision(log):
+                    raise _PortTaken
+                raise RuntimeError(f"docker-registry exited: {log[-2000:]}")
             try:
                 verify = ssl.create_default_context(cafile=str(self.ca)) if self.ca else False
                 httpx.get(url, verify=verify, timeout=1.0)

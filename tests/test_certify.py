@@ -27,6 +27,7 @@ from imgbuild.errors import NegativeVerdict, UsageError
 from imgbuild.adapters.gpulock import GpuLock
 from imgbuild.adapters.gpus import SnapshotProbe
 from imgbuild.knowledge.matrix import load_matrix
+from conftest import unused_tcp_port
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -42,15 +43,9 @@ def matrix():
     return load_matrix()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def options(**kw) -> CertifyOptions:
     base = dict(image="standin", gpus="RTX A6000x2", launch_flags=SEED_FLAGS, model_dir=str(TESTS),
-                cuda="13.0", host_port=free_port(), probe_source="snapshot:test", attach_gpus=False)
+                cuda="13.0", host_port=unused_tcp_port(), probe_source="snapshot:test", attach_gpus=False)
     base.update(kw)
     return CertifyOptions(**base)
 
@@ -136,16 +131,18 @@ def docker_env():
         if os.environ.get("CI") == "true":
             pytest.fail("CI without scripts/services: no IMGBUILD_TEST_BASE")
         pytest.skip("no Docker services (sudo scripts/services start)")
-    os.environ["DOCKER_HOST"] = env["DOCKER_HOST"]
     from imgbuild.adapters import engine
 
-    try:
-        eng = engine.connect(timeout_s=30)
-    except Exception as exc:  # EnvironmentUnavailable
-        if os.environ.get("CI") == "true":
-            raise
-        pytest.skip(f"no Docker engine: {exc}")
-    return env, eng
+    # certify() in this process reads DOCKER_HOST from os.environ: set for this module, restored after.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DOCKER_HOST", env["DOCKER_HOST"])
+        try:
+            eng = engine.connect(timeout_s=30)
+        except Exception as exc:  # EnvironmentUnavailable
+            if os.environ.get("CI") == "true":
+                raise
+            pytest.skip(f"no Docker engine: {exc}")
+        yield env, eng
 
 
 def standin_context(base: str) -> tuple[bytes, str]:
@@ -305,7 +302,7 @@ def test_cli_certify_then_certs_list_and_show(docker_env, standin_image, model_d
                "XDG_RUNTIME_DIR": str(tmp_path)}
     proc = subprocess.run(
         cmd + ["certify", standin_image[0], "--gpus", "RTX A6000x2", "--model", str(model_dir), "--no-gpus",
-               "--flags", " ".join(SEED_FLAGS), "--port", str(free_port()), "--timeout", "60", "--no-plan",
+               "--flags", " ".join(SEED_FLAGS), "--port", str(unused_tcp_port()), "--timeout", "60", "--no-plan",
                "--env", "STANDIN_STEP_S=0.05", "--store", str(store), "--json"],
         capture_output=True, text=True, env=run_env, timeout=180, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -326,7 +323,7 @@ def test_cli_certify_fails_with_exit_1_and_the_diagnosis(docker_env, standin_ima
                "XDG_RUNTIME_DIR": str(tmp_path)}
     proc = subprocess.run(
         [sys.executable, "-m", "imgbuild.cli", "certify", standin_image[0], "--gpus", "RTX A6000x2", "--model",
-         str(model_dir), "--no-gpus", "--flags", "--tp 2", "--port", str(free_port()), "--no-plan",
+         str(model_dir), "--no-gpus", "--flags", "--tp 2", "--port", str(unused_tcp_port()), "--no-plan",
          "--env", "STANDIN_STEP_S=0.05", "--env", "STANDIN_FAIL=not-enough-memory", "--store", str(tmp_path / "c")],
         capture_output=True, text=True, env=run_env, timeout=180, check=False)
     assert proc.returncode == 1, proc.stderr
@@ -341,18 +338,19 @@ def test_sigterm_during_startup_tears_down_and_records_the_interruption(docker_e
                "XDG_RUNTIME_DIR": str(tmp_path)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "imgbuild.cli", "certify", standin_image[0], "--gpus", "RTX A6000x2", "--model",
-         str(model_dir), "--no-gpus", "--flags", "--tp 2", "--port", str(free_port()), "--no-plan",
+         str(model_dir), "--no-gpus", "--flags", "--tp 2", "--port", str(unused_tcp_port()), "--no-plan",
          "--env", "STANDIN_FAIL=hang", "--store", str(store)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=run_env)
     try:
         cert_id = None
-        for _ in range(300):  # until its container runs (the log file comes first, named by the id)
+        deadline = time.monotonic() + 30
+        while cert_id is None and time.monotonic() < deadline:  # until its container runs (the log file comes first, named by the id)
             logs = list((store / "logs").glob("*.log")) if (store / "logs").is_dir() else []
             if logs and leftover_containers(eng, logs[0].stem):
                 cert_id = logs[0].stem
-                break
-            time.sleep(0.1)
-        assert cert_id, "the certify container never started"
+            else:
+                time.sleep(0.1)
+        assert cert_id, "the certify container never started within 30 s"
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -507,7 +505,7 @@ def test_cli_certify_takes_gpus_and_flags_from_the_images_recipe(docker_env, sta
                "XDG_RUNTIME_DIR": str(tmp_path)}
     proc = subprocess.run(
         [sys.executable, "-m", "imgbuild.cli", "certify", ref, "--model", str(model_dir), "--no-gpus", "--no-plan",
-         "--port", str(free_port()), "--env", "STANDIN_STEP_S=0.05", "--store", str(tmp_path / "c"), "--json"],
+         "--port", str(unused_tcp_port()), "--env", "STANDIN_STEP_S=0.05", "--store", str(tmp_path / "c"), "--json"],
         capture_output=True, text=True, env=run_env, timeout=180, check=False)
     assert proc.returncode == 0, proc.stderr
     cert = json.loads(proc.stdout)

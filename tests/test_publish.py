@@ -81,21 +81,24 @@ def services() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def engine():  # noqa: ANN201 - imgbuild.adapters.engine.Engine
+def engine():  # noqa: ANN201 - yields an imgbuild.adapters.engine.Engine
     env = services()
     if "DOCKER_HOST" not in env:
         if IN_CI:
             pytest.fail("CI without scripts/services: no DOCKER_HOST")
         pytest.skip("no Docker services (sudo scripts/services start)")
-    os.environ["DOCKER_HOST"] = env["DOCKER_HOST"]
     from imgbuild.adapters import engine as engine_mod
 
-    try:
-        return engine_mod.connect(timeout_s=60)
-    except Exception as exc:  # EnvironmentUnavailable
-        if IN_CI:
-            raise
-        pytest.skip(f"no Docker engine: {exc}")
+    # The subprocesses (imgbuild()) read DOCKER_HOST from os.environ: set for this module, restored after.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DOCKER_HOST", env["DOCKER_HOST"])
+        try:
+            connected = engine_mod.connect(timeout_s=60)
+        except Exception as exc:  # EnvironmentUnavailable
+            if IN_CI:
+                raise
+            pytest.skip(f"no Docker engine: {exc}")
+        yield connected
 
 
 @pytest.fixture(scope="module")
@@ -194,6 +197,33 @@ def assert_consistent(client: RegistryClient, repo: str) -> None:
                 assert client.blob_exists(repo, desc["digest"]), f"{tag}: blob {desc['digest']} missing"
 
 
+def wait_until_uploads_stop(registry: RegistryServer, *, timeout_s: float = 30.0, settle_s: float = 0.5) -> None:
+    """Until the registry's in-progress uploads stop growing: the engine has noticed that
+    its client is gone and cancelled the push."""
+
+    def upload_sizes() -> dict[Path, int]:
+        sizes = {}
+        for path in registry.storage.rglob("*"):
+            if "_uploads" in path.parts:
+                try:
+                    sizes[path] = path.stat().st_size
+                except FileNotFoundError:  # removed between listing and stat
+                    continue
+        return sizes
+
+    deadline = time.monotonic() + timeout_s
+    last, still_since = upload_sizes(), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = upload_sizes()
+        if now != last:
+            last, still_since = now, time.monotonic()
+        elif time.monotonic() - still_since >= settle_s:
+            return
+    pytest.fail(f"the registry's uploads still grow after {timeout_s:.0f} s: the killed push was not cancelled")
+
+
+@pytest.mark.docker
 def test_publish_refuses_an_image_without_a_certificate(engine: Any, registry: RegistryServer, client: RegistryClient,
                                                        home: Path) -> None:
     image = build_image(engine, TARGET)
@@ -204,6 +234,7 @@ def test_publish_refuses_an_image_without_a_certificate(engine: Any, registry: R
     assert client.list_tags("refused/none") == []
 
 
+@pytest.mark.docker
 @pytest.mark.parametrize("case", ["failed-verdict", "another-digest"])
 def test_publish_refuses_a_failed_certificate_or_one_for_another_image(case: str, engine: Any, registry: RegistryServer,
                                                                         client: RegistryClient, home: Path) -> None:
@@ -218,6 +249,7 @@ def test_publish_refuses_a_failed_certificate_or_one_for_another_image(case: str
     assert client.list_tags(f"refused/{case}") == []
 
 
+@pytest.mark.docker
 def test_publish_a_certified_image_then_verify_it_from_the_registry(engine: Any, registry: RegistryServer,
                                                                     client: RegistryClient, home: Path) -> None:
     image = build_image(engine, TARGET)
@@ -255,6 +287,7 @@ def test_publish_a_certified_image_then_verify_it_from_the_registry(engine: Any,
     assert "is not certified for target test-sglang-0.5.9" in other.stderr
 
 
+@pytest.mark.docker
 def test_a_second_publish_changes_nothing(engine: Any, registry: RegistryServer, client: RegistryClient,
                                           home: Path) -> None:
     image = build_image(engine, TARGET)
@@ -269,6 +302,7 @@ def test_a_second_publish_changes_nothing(engine: Any, registry: RegistryServer,
     assert registry.snapshot() == files_before
 
 
+@pytest.mark.docker
 def test_allow_uncertified_publishes_and_marks_it(engine: Any, registry: RegistryServer, client: RegistryClient,
                                                   home: Path) -> None:
     image = build_image(engine, TARGET)
@@ -281,6 +315,7 @@ def test_allow_uncertified_publishes_and_marks_it(engine: Any, registry: Registr
     assert "UNCERTIFIED (published with --allow-uncertified)" in shown.stdout
 
 
+@pytest.mark.docker
 def test_verify_rejects_a_certificate_for_another_digest(engine: Any, registry: RegistryServer, client: RegistryClient,
                                                          home: Path) -> None:
     image = build_image(engine, TARGET)
@@ -299,6 +334,7 @@ def test_verify_rejects_a_certificate_for_another_digest(engine: Any, registry: 
     assert any(f"the certificate is for {other}, not for this image ({digest})" in p for p in check["problems"])
 
 
+@pytest.mark.docker
 def test_wrong_password_is_a_clear_error_with_exit_3(engine: Any, registry: RegistryServer, home: Path) -> None:
     image = build_image(engine, TARGET)
     save(home, certificate(engine, image))
@@ -308,6 +344,7 @@ def test_wrong_password_is_a_clear_error_with_exit_3(engine: Any, registry: Regi
     assert "Traceback" not in done.stderr and PASSWORD[::-1] not in done.stderr
 
 
+@pytest.mark.docker
 def test_credentials_from_the_docker_config_are_used(engine: Any, registry: RegistryServer, client: RegistryClient,
                                                      home: Path) -> None:
     image = build_image(engine, TARGET)
@@ -319,6 +356,7 @@ def test_credentials_from_the_docker_config_are_used(engine: Any, registry: Regi
     assert client.list_tags("cfg/sglang")
 
 
+@pytest.mark.docker
 def test_no_credential_appears_in_any_output_or_file(engine: Any, registry: RegistryServer, client: RegistryClient,
                                                      home: Path) -> None:
     image = build_image(engine, TARGET)
@@ -342,6 +380,7 @@ def test_no_credential_appears_in_any_output_or_file(engine: Any, registry: Regi
     assert not any(secret in labels for secret in SECRETS)
 
 
+@pytest.mark.docker
 def test_an_image_pushed_without_its_certificate_is_completed_by_the_next_publish(
     engine: Any, registry: RegistryServer, client: RegistryClient, home: Path
 ) -> None:
@@ -363,6 +402,7 @@ def test_an_image_pushed_without_its_certificate_is_completed_by_the_next_publis
     assert_consistent(client, "half/sglang")
 
 
+@pytest.mark.docker
 def test_a_push_killed_midway_leaves_the_registry_consistent_and_the_next_publish_completes_it(
     engine: Any, registry: RegistryServer, client: RegistryClient, home: Path
 ) -> None:
@@ -390,7 +430,7 @@ def test_a_push_killed_midway_leaves_the_registry_consistent_and_the_next_publis
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     assert any(": Pushing" in line for line in seen), "".join(seen)
-    time.sleep(1)  # the engine notices the client is gone and cancels the upload
+    wait_until_uploads_stop(registry)
     tags = client.list_tags("killed/sglang")
     assert not [t for t in tags if t.startswith("sha256-")], "no certificate was attached"
     assert_consistent(client, "killed/sglang")
@@ -404,6 +444,7 @@ def test_a_push_killed_midway_leaves_the_registry_consistent_and_the_next_publis
     assert parse_reference(ref).tag == result["tags"][0]
 
 
+@pytest.mark.docker
 def test_a_certificate_naming_the_build_registrys_digest_binds_in_another_registry(
     engine: Any, registry: RegistryServer, client: RegistryClient, home: Path, tmp_path: Path
 ) -> None:
@@ -426,6 +467,7 @@ def test_a_certificate_naming_the_build_registrys_digest_binds_in_another_regist
     assert shown.returncode == 0 and json.loads(shown.stdout)["certificates"][0]["bound"]
 
 
+@pytest.mark.docker
 def test_publish_a_target_by_name_takes_its_newest_build(engine: Any, registry: RegistryServer,
                                                          client: RegistryClient, home: Path) -> None:
     build_image(engine, TARGET)
@@ -436,6 +478,7 @@ def test_publish_a_target_by_name_takes_its_newest_build(engine: Any, registry: 
     assert json.loads(done.stdout)["image_id"] == newest
 
 
+@pytest.mark.docker
 def test_verify_require_attested_refuses_a_pass_unattested_certificate(
     engine: Any, registry: RegistryServer, home: Path
 ) -> None:
