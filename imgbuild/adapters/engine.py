@@ -210,16 +210,7 @@ class Engine:
         ``layers_out`` collects the layer (intermediate image) ids of every step
         but FROM, so a throwaway build can be removed with ``remove_layers``."""
         context = _tar_context(files)
-        started = time.monotonic()
-        step, total, step_text = 0, 0, ""
-        tail: deque[str] = deque(maxlen=_BUILD_TAIL_LINES)
-        image_id: str | None = None
-        step_cached = False
-
-        def emit(kind: str, text: str, layer: str | None = None) -> None:
-            if on_event is not None:
-                on_event(BuildEvent(kind, step, total, text, time.monotonic() - started, layer))
-
+        progress = _BuildProgress(what=what, on_event=on_event, layers_out=layers_out)
         try:
             stream: Iterator[dict[str, Any]] = self.api.build(
                 fileobj=context,
@@ -233,56 +224,16 @@ class Engine:
                 labels=labels,
             )
             for item in stream:
-                if "error" in item:
-                    message = (item.get("errorDetail") or {}).get("message") or item["error"]
-                    raise _build_error(what, step, total, step_text, list(tail), message)
-                if "aux" in item and isinstance(item["aux"], dict) and item["aux"].get("ID"):
-                    image_id = item["aux"]["ID"]
-                    continue
-                if "status" in item:  # pulling the base image
-                    status = item["status"]
-                    if item.get("id") and status in ("Pull complete", "Already exists"):
-                        emit("pull", f"{item['id']}: {status}")
-                    elif not item.get("id"):
-                        emit("pull", status)
-                    continue
-                for line in _ANSI.sub("", item.get("stream") or "").splitlines():
-                    line = line.rstrip()
-                    if not line:
-                        continue
-                    match = _STEP.match(line)
-                    if match:
-                        step, total, step_text = int(match.group(1)), int(match.group(2)), match.group(3)
-                        tail.clear()
-                        emit("step", step_text)
-                        continue
-                    if line.strip() == "---> Using cache":
-                        step_cached = True
-                        continue
-                    layer = _LAYER.match(line)
-                    if layer:
-                        if layers_out is not None and step_text and not step_text.upper().startswith("FROM "):
-                            layers_out.append(layer.group(1))
-                        is_from = step_text.upper().startswith("FROM ")
-                        emit("layer", "base" if is_from else "cached" if step_cached else "built", layer.group(1))
-                        step_cached = False
-                        continue
-                    if line.startswith(" ---> Running in ") or line.startswith("Removing intermediate container"):
-                        continue
-                    if line.startswith("Successfully built "):
-                        image_id = image_id or line.split()[-1]
-                        continue
-                    tail.append(line)
-                    emit("output", line)
+                progress.read(item)
         except docker.errors.BuildError as exc:
-            raise _build_error(what, step, total, step_text, list(tail), str(exc)) from exc
+            raise progress.error(str(exc)) from exc
         except docker.errors.APIError as exc:
-            raise _build_error(what, step, total, step_text, list(tail), str(exc.explanation or exc)) from exc
+            raise progress.error(str(exc.explanation or exc)) from exc
         except docker.errors.DockerException as exc:
             raise _no_engine(exc) from exc
-        if not image_id:
-            raise _build_error(what, step, total, step_text, list(tail), "the engine reported no image id")
-        return image_id
+        if not progress.image_id:
+            raise progress.error("the engine reported no image id")
+        return progress.image_id
 
     # -- throwaway containers -------------------------------------------------
 
@@ -329,6 +280,74 @@ class Engine:
                     except docker.errors.DockerException:
                         pass
         raise UsageError(f"image {image_ref!r} has no python3 or python on its PATH ({last_error})")
+
+
+@dataclass
+class _BuildProgress:
+    """A build's decoded stream read item by item: the current step, its last output lines,
+    the layers made, and the image id once the engine names it."""
+
+    what: str
+    on_event: Callable[[BuildEvent], None] | None
+    layers_out: list[str] | None
+    started: float = field(default_factory=time.monotonic)
+    step: int = 0
+    total: int = 0
+    step_text: str = ""
+    tail: deque[str] = field(default_factory=lambda: deque(maxlen=_BUILD_TAIL_LINES))
+    image_id: str | None = None
+    step_cached: bool = False
+
+    def emit(self, kind: str, text: str, layer: str | None = None) -> None:
+        if self.on_event is not None:
+            self.on_event(BuildEvent(kind, self.step, self.total, text, time.monotonic() - self.started, layer))
+
+    def error(self, message: str) -> ImgbuildError:
+        return _build_error(self.what, self.step, self.total, self.step_text, list(self.tail), message)
+
+    def read(self, item: dict[str, Any]) -> None:
+        if "error" in item:
+            raise self.error((item.get("errorDetail") or {}).get("message") or item["error"])
+        if "aux" in item and isinstance(item["aux"], dict) and item["aux"].get("ID"):
+            self.image_id = item["aux"]["ID"]
+            return
+        if "status" in item:  # pulling the base image
+            status = item["status"]
+            if item.get("id") and status in ("Pull complete", "Already exists"):
+                self.emit("pull", f"{item['id']}: {status}")
+            elif not item.get("id"):
+                self.emit("pull", status)
+            return
+        for line in _ANSI.sub("", item.get("stream") or "").splitlines():
+            line = line.rstrip()
+            if line:
+                self._read_line(line)
+
+    def _read_line(self, line: str) -> None:
+        match = _STEP.match(line)
+        if match:
+            self.step, self.total, self.step_text = int(match.group(1)), int(match.group(2)), match.group(3)
+            self.tail.clear()
+            self.emit("step", self.step_text)
+            return
+        if line.strip() == "---> Using cache":
+            self.step_cached = True
+            return
+        layer = _LAYER.match(line)
+        if layer:
+            is_from = self.step_text.upper().startswith("FROM ")
+            if self.layers_out is not None and self.step_text and not is_from:
+                self.layers_out.append(layer.group(1))
+            self.emit("layer", "base" if is_from else "cached" if self.step_cached else "built", layer.group(1))
+            self.step_cached = False
+            return
+        if line.startswith(" ---> Running in ") or line.startswith("Removing intermediate container"):
+            return
+        if line.startswith("Successfully built "):
+            self.image_id = self.image_id or line.split()[-1]
+            return
+        self.tail.append(line)
+        self.emit("output", line)
 
 
 def connect(*, timeout_s: float = 120.0) -> Engine:
@@ -526,11 +545,9 @@ def environment_manifest(engine: Engine, image_ref: str) -> dict[str, Any]:
     return json.loads(lines[-1])
 
 
-# ---- certify: container-run functions are appended below this line ----------
-
 # --- containers for certify ---------------------------------------------------------
-# Written for `imgbuild certify` (issue 5): start an SGLang server container, follow its
-# log, read its state, remove it. Everything docker-specific for certify lives here.
+# Start an SGLang server container, follow its log, read its state, remove it.
+# Everything docker-specific for certify lives here.
 
 CERTIFY_LABEL = "io.imgbuild.certify"  # every certify container carries it (value: the run id)
 
@@ -693,14 +710,26 @@ print(json.dumps({"status": status, "body": base64.b64encode(data).decode()}))
 """
 
 
-def exec_http(engine: Engine, container_id: str, method: str, port: int, path: str, body: bytes | None,
-              *, timeout_s: float, python: str = "python3") -> tuple[int, bytes] | None:
+@dataclass(frozen=True, kw_only=True)
+class ExecHttpRequest:
+    """One HTTP request for ``exec_http`` to make inside a container."""
+
+    method: str
+    port: int  # the server's port inside the container
+    path: str
+    body: bytes | None = None
+    timeout_s: float = 30.0
+    python: str = "python3"  # the container's interpreter that makes the request
+
+
+def exec_http(engine: Engine, container_id: str, request: ExecHttpRequest) -> tuple[int, bytes] | None:
     """One HTTP request made from inside the container to 127.0.0.1:port; (status, body),
     or None when nothing answered (not listening yet, refused, timed out)."""
     import base64
 
-    cmd = [python, "-c", _EXEC_HTTP, method, f"http://127.0.0.1:{port}{path}",
-           base64.b64encode(body).decode() if body else "", str(timeout_s)]
+    body = request.body
+    cmd = [request.python, "-c", _EXEC_HTTP, request.method, f"http://127.0.0.1:{request.port}{request.path}",
+           base64.b64encode(body).decode() if body else "", str(request.timeout_s)]
     try:
         exec_id = engine.api.exec_create(container_id, cmd, stdout=True, stderr=True)["Id"]
         output = engine.api.exec_start(exec_id).decode("utf-8", "replace")
@@ -749,7 +778,7 @@ def run_with_all_gpus(engine: Engine, image_ref: str, command: list[str], *, tim
 
 
 # --- push for publish ----------------------------------------------------------
-# (publish engineer: issue 6) Push with explicit credentials and per-layer progress.
+# Push with explicit credentials and per-layer progress.
 
 
 class PushAdapter:

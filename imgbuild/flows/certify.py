@@ -42,6 +42,14 @@ import httpx
 from imgbuild import __version__
 from imgbuild.adapters import engine
 from imgbuild.adapters.certstore import CertStore, new_certificate_id
+from imgbuild.adapters.containers import (  # noqa: F401 - ContainerGpuProbe, ExecTransport, parse_nvidia_smi: imported from here
+    ContainerGpuProbe,
+    ExecTransport,
+    ServerHttp,
+    ServerRequestFailed,
+    exec_client,
+    parse_nvidia_smi,
+)
 from imgbuild.flows.check import kernels_run_on
 from imgbuild.errors import NegativeVerdict, UsageError
 from imgbuild.adapters.gpulock import GpuLock
@@ -119,6 +127,16 @@ class _Run:
     lock: threading.Lock = field(default_factory=threading.Lock)
     fatal_line_at: float | None = None  # monotonic time the fatal line arrived
     verdict_at: float | None = None  # monotonic time the wait ended with the verdict
+    cert: dict[str, Any] = field(default_factory=dict)  # the certificate being written
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    failure: dict[str, Any] | None = None  # the first failed stage and its reason
+    diagnosis: Diagnosis | None = None
+
+    def fail(self, stage: str, reason: str) -> None:
+        """Record a failed check; the first one is the certificate's failure."""
+        if self.failure is None:
+            self.failure = {"stage": stage, "reason": reason}
+        self.checks.append({"name": stage, "ok": False, "detail": reason})
 
 
 @dataclass(frozen=True)
@@ -278,21 +296,47 @@ def _port_free(port: int) -> bool:
     return True
 
 
+@dataclass
+class _Checks:
+    """Preflight's findings: every check with its verdict, the failures, and notes."""
+
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def check(self, name: str, ok: bool, detail: str) -> None:
+        self.checks.append({"name": name, "ok": ok, "detail": detail})
+        if not ok:
+            self.problems.append(detail)
+
+
 def preflight(
     options: CertifyOptions, *, host: HostGpus, matrix: Matrix, labels: dict[str, str],
     plan: dict[str, Any] | None = None, plan_note: str | None = None,
     kernel_targets: KernelTargets | None = None,
 ) -> Preflight:
     """Every check that needs nothing started; raise NegativeVerdict naming each failure."""
-    problems: list[str] = []
-    checks: list[dict[str, Any]] = []
-    notes: list[str] = []
+    found = _Checks()
+    chosen = _check_gpus(found, options, host, matrix)
+    _check_driver_and_kernels(found, options, host, matrix, labels, chosen, kernel_targets)
+    if plan is None:
+        found.notes.append(plan_note or "plan check skipped: no planner")
+    else:
+        found.check("plan-fits", bool(plan.get("fits")),
+                    f"the plan does not fit ({plan.get('verdict')}): {'; '.join(plan.get('problems') or [])}")
+    if options.http_in_container:
+        found.notes.append(f"port check skipped: the engine is remote; port {options.host_port} is on its host")
+    else:
+        found.check("port-free", _port_free(options.host_port), f"port {options.host_port} on 127.0.0.1 is in use")
+    if found.problems:
+        raise NegativeVerdict("certify preflight failed: " + "; ".join(found.problems),
+                              hint="nothing was started")
+    return Preflight(devices=chosen, host=host, checks=tuple(found.checks), notes=tuple(found.notes))
 
-    def check(name: str, ok: bool, detail: str) -> None:
-        checks.append({"name": name, "ok": ok, "detail": detail})
-        if not ok:
-            problems.append(detail)
 
+def _check_gpus(found: _Checks, options: CertifyOptions, host: HostGpus, matrix: Matrix) -> tuple[GpuDevice, ...]:
+    """The GPUs to certify on: of the target's kind and count, with its memory, unused."""
+    check = found.check
     spec, count = matrix.resolve_gpu(options.gpus)
     if options.target_gpus:
         t_spec, t_count = matrix.resolve_gpu(options.target_gpus)
@@ -319,43 +363,37 @@ def preflight(
         check("gpu-clean", not d.processes and d.memory_used_mib <= options.max_used_mib,
               f"GPU {d.index} ({d.uuid}) is in use: {d.memory_used_mib} MiB used"
               + (f" by {procs}" if procs else "") + f" (at most {options.max_used_mib} MiB allowed)")
+    return chosen
 
+
+def _check_driver_and_kernels(
+    found: _Checks, options: CertifyOptions, host: HostGpus, matrix: Matrix, labels: dict[str, str],
+    chosen: tuple[GpuDevice, ...], kernel_targets: KernelTargets | None,
+) -> None:
+    """The driver is new enough for the image's CUDA; the chosen GPUs' compute capability is
+    among the image's kernel targets (torch's arch list, else the label, else matrix.yaml)."""
     cuda = labels.get("io.imgbuild.cuda") or options.cuda
     cuda_spec = None
     if cuda and cuda != "none":
         try:
             cuda_spec = matrix.cuda_spec(cuda)
         except UsageError:
-            notes.append(f"CUDA {cuda} is not in matrix.yaml: driver and kernel checks skipped")
+            found.notes.append(f"CUDA {cuda} is not in matrix.yaml: driver and kernel checks skipped")
     else:
-        notes.append("the image names no CUDA version: driver and kernel checks skipped")
-    if cuda_spec is not None:
-        check("driver", _version_tuple(host.driver_version) >= _version_tuple(cuda_spec.min_driver),
-              f"driver {host.driver_version} is older than {cuda_spec.min_driver}, the minimum for CUDA {cuda}")
-        sm_label = labels.get("io.imgbuild.sm", "")
-        labelled = tuple(s.strip() for s in sm_label.replace(";", ",").split(",") if s.strip())
-        targets = kernel_targets or (
-            KernelTargets(labelled, (), "label io.imgbuild.sm") if labelled
-            else KernelTargets(cuda_spec.sm, (), f"matrix.yaml cuda {cuda} torch wheels"))
-        for d in chosen:
-            check("compute-capability", targets.runs_on(d.compute_capability),
-                  f"GPU {d.index} has compute capability {d.compute_capability}; the image's kernels are "
-                  f"built for {targets.describe()}")
-
-    if plan is None:
-        notes.append(plan_note or "plan check skipped: no planner")
-    else:
-        check("plan-fits", bool(plan.get("fits")),
-              f"the plan does not fit ({plan.get('verdict')}): {'; '.join(plan.get('problems') or [])}")
-
-    if options.http_in_container:
-        notes.append(f"port check skipped: the engine is remote; port {options.host_port} is on its host")
-    else:
-        check("port-free", _port_free(options.host_port), f"port {options.host_port} on 127.0.0.1 is in use")
-    if problems:
-        raise NegativeVerdict("certify preflight failed: " + "; ".join(problems),
-                              hint="nothing was started")
-    return Preflight(devices=chosen, host=host, checks=tuple(checks), notes=tuple(notes))
+        found.notes.append("the image names no CUDA version: driver and kernel checks skipped")
+    if cuda_spec is None:
+        return
+    found.check("driver", _version_tuple(host.driver_version) >= _version_tuple(cuda_spec.min_driver),
+                f"driver {host.driver_version} is older than {cuda_spec.min_driver}, the minimum for CUDA {cuda}")
+    sm_label = labels.get("io.imgbuild.sm", "")
+    labelled = tuple(s.strip() for s in sm_label.replace(";", ",").split(",") if s.strip())
+    targets = kernel_targets or (
+        KernelTargets(labelled, (), "label io.imgbuild.sm") if labelled
+        else KernelTargets(cuda_spec.sm, (), f"matrix.yaml cuda {cuda} torch wheels"))
+    for d in chosen:
+        found.check("compute-capability", targets.runs_on(d.compute_capability),
+                    f"GPU {d.index} has compute capability {d.compute_capability}; the image's kernels are "
+                    f"built for {targets.describe()}")
 
 
 def _expected_flags(flags: tuple[str, ...]) -> dict[str, Any]:
@@ -405,14 +443,6 @@ def _follow_log(eng: engine.Engine, run: _Run) -> None:
             run.log_done.set()
 
 
-def _get_json(http: httpx.Client, url: str, timeout_s: float) -> tuple[int, Any]:
-    resp = http.get(url, timeout=timeout_s)
-    try:
-        return resp.status_code, resp.json()
-    except ValueError:
-        return resp.status_code, None
-
-
 def certify(
     options: CertifyOptions,
     *,
@@ -424,14 +454,51 @@ def certify(
     planner: Callable[[CertifyOptions], dict[str, Any]] | None = None,
     progress: Callable[[str], None] = lambda _line: None,
 ) -> dict[str, Any]:
-    """Run one certification and store its certificate; returns the certificate."""
+    """Run one certification and store its certificate; returns the certificate.
+
+    ``options`` is the one options record; the keyword arguments are the adapters it
+    runs on (engine, GPU probe, HTTP client, certificate store) and the planner."""
     facts = engine.image_for_certify(eng, options.image)
     options = options_from_recipe(options, facts.labels)
+    entrypoint = _server_entrypoint(eng, options)
+    plan, pre = _plan_and_preflight(options, eng=eng, host=probe.read(), matrix=matrix, labels=facts.labels,
+                                    planner=planner)
+    uuids = tuple(d.uuid for d in pre.devices)
+    cert_id = new_certificate_id()
+    run = _Run(cert_id=cert_id, log_path=store.log_path(cert_id), checks=list(pre.checks))
+    flags = server_flags(options)
+    run.cert = _new_certificate(options, facts, pre, flags, run)
+    spec = _server_spec(options, cert_id, entrypoint, flags, uuids)
+    interrupted: BaseException | None = None
+    with GpuLock(uuids, lock_dir=options.lock_dir, purpose=f"imgbuild certify {cert_id} {options.image}"):
+        try:
+            _serve_and_verify(options, eng, http, run, spec, progress)
+        except KeyboardInterrupt as exc:
+            interrupted = exc
+            run.fail("interrupted", "interrupted (Ctrl-C or SIGTERM) before the certification finished")
+        finally:
+            _record_teardown(run, _teardown(options, eng, probe, run, uuids, progress))
+    _conclude(options, run, plan)
+    store.save(run.cert)
+    if interrupted is not None:
+        raise interrupted
+    return run.cert
+
+
+def _server_entrypoint(eng: engine.Engine, options: CertifyOptions) -> tuple[str, ...]:
     image_entry = engine.image_entrypoint(eng, options.image)
     # imgbuild's images start `python -m sglang.launch_server`; keep an entrypoint like that
-    entrypoint = image_entry if any(w.endswith("sglang.launch_server") for w in image_entry) else (
-        options.python, "-m", "sglang.launch_server")
-    host = probe.read()
+    if any(w.endswith("sglang.launch_server") for w in image_entry):
+        return image_entry
+    return (options.python, "-m", "sglang.launch_server")
+
+
+def _plan_and_preflight(
+    options: CertifyOptions, *, eng: engine.Engine, host: HostGpus, matrix: Matrix, labels: dict[str, str],
+    planner: Callable[[CertifyOptions], dict[str, Any]] | None,
+) -> tuple[dict[str, Any] | None, Preflight]:
+    """The plan (None without a planner or when it cannot run) and the preflight, with the
+    image's kernel targets read from its torch when the options ask for it."""
     plan: dict[str, Any] | None = None
     plan_note = "plan check skipped: no planner"
     if planner is not None:
@@ -440,73 +507,68 @@ def certify(
         except UsageError as exc:
             plan_note = f"plan check could not run: {exc.one_line()}"
     kernel_targets, kernel_note = read_kernel_targets(eng, options.image) if options.read_kernel_targets else (None, "")
-    pre = preflight(options, host=host, matrix=matrix, labels=facts.labels, plan=plan, plan_note=plan_note,
+    pre = preflight(options, host=host, matrix=matrix, labels=labels, plan=plan, plan_note=plan_note,
                     kernel_targets=kernel_targets)
     if kernel_note:
         pre = replace(pre, notes=pre.notes + (kernel_note + "; used the label or matrix.yaml instead",))
-    uuids = tuple(d.uuid for d in pre.devices)
-    cert_id = new_certificate_id()
-    run = _Run(cert_id=cert_id, log_path=store.log_path(cert_id))
-    flags = server_flags(options)
-    cert = _new_certificate(options, facts, pre, flags, run)
-    checks: list[dict[str, Any]] = list(pre.checks)
-    failure: dict[str, Any] | None = None
-    diagnosis: Diagnosis | None = None
-    interrupted: BaseException | None = None
+    return plan, pre
 
-    def fail(stage: str, reason: str) -> None:
-        nonlocal failure
-        if failure is None:
-            failure = {"stage": stage, "reason": reason}
-        checks.append({"name": stage, "ok": False, "detail": reason})
 
-    with GpuLock(uuids, lock_dir=options.lock_dir, purpose=f"imgbuild certify {cert_id} {options.image}"):
-        try:
-            spec = engine.ServerContainerSpec(
-                image=options.image,
-                name=f"imgbuild-certify-{cert_id}",
-                entrypoint=entrypoint,
-                command=flags,
-                container_port=options.container_port,
-                host_port=options.host_port,
-                labels={engine.CERTIFY_LABEL: cert_id, "io.imgbuild.certify.image": options.image},
-                gpu_uuids=uuids if options.attach_gpus else (),
-                mounts=_mounts(options),
-                environment=dict(options.environment),
-            )
-            progress(f"certify {cert_id}: starting {options.image} (log {run.log_path})")
-            run.started = time.monotonic()
-            run.container_id = engine.start_server_container(eng, spec)
-            cert["container"]["id"] = run.container_id
-            follower = threading.Thread(target=_follow_log, args=(eng, run), daemon=True)
-            follower.start()
-            base = f"http://127.0.0.1:{options.host_port}"
-            if options.http_in_container:
-                http = httpx.Client(transport=ExecTransport(eng, run, options.container_port, options.python))
-            diagnosis = _wait_ready(options, eng, http, run, base, fail, progress)
-            if failure is None:
-                cert["timings"]["ready_s"] = round(time.monotonic() - run.started, 3)
-                checks.append({"name": "ready", "ok": True, "detail": "/health_generate answered 200"})
-                progress(f"certify {cert_id}: ready after {cert['timings']['ready_s']} s; verifying")
-                _verify(options, http, base, run, cert, checks, fail)
-        except KeyboardInterrupt as exc:
-            interrupted = exc
-            fail("interrupted", "interrupted (Ctrl-C or SIGTERM) before the certification finished")
-        finally:
-            cert["teardown"] = _teardown(options, eng, probe, run, uuids, progress)
-            if not cert["teardown"]["container_removed"]:
-                fail("teardown", f"container {run.container_id} could not be removed")
-            elif not cert["teardown"]["gpu_memory_released"]:
-                fail("teardown", "GPU memory was not released after the container was removed: "
-                     + cert["teardown"]["detail"])
+def _server_spec(options: CertifyOptions, cert_id: str, entrypoint: tuple[str, ...], flags: tuple[str, ...],
+                 uuids: tuple[str, ...]) -> engine.ServerContainerSpec:
+    return engine.ServerContainerSpec(
+        image=options.image,
+        name=f"imgbuild-certify-{cert_id}",
+        entrypoint=entrypoint,
+        command=flags,
+        container_port=options.container_port,
+        host_port=options.host_port,
+        labels={engine.CERTIFY_LABEL: cert_id, "io.imgbuild.certify.image": options.image},
+        gpu_uuids=uuids if options.attach_gpus else (),
+        mounts=_mounts(options),
+        environment=dict(options.environment),
+    )
+
+
+def _serve_and_verify(options: CertifyOptions, eng: engine.Engine, http: httpx.Client, run: _Run,
+                      spec: engine.ServerContainerSpec, progress: Callable[[str], None]) -> None:
+    """Start the server container, follow its log, wait until it is ready, verify it."""
+    progress(f"certify {run.cert_id}: starting {options.image} (log {run.log_path})")
+    run.started = time.monotonic()
+    run.container_id = engine.start_server_container(eng, spec)
+    run.cert["container"]["id"] = run.container_id
+    follower = threading.Thread(target=_follow_log, args=(eng, run), daemon=True)
+    follower.start()
+    client = exec_client(eng, run, options.container_port, options.python) if options.http_in_container else http
+    server = ServerHttp(client, f"http://127.0.0.1:{options.host_port}")
+    run.diagnosis = _wait_ready(options, eng, server, run, progress)
+    if run.failure is None:
+        run.cert["timings"]["ready_s"] = round(time.monotonic() - run.started, 3)
+        run.checks.append({"name": "ready", "ok": True, "detail": "/health_generate answered 200"})
+        progress(f"certify {run.cert_id}: ready after {run.cert['timings']['ready_s']} s; verifying")
+        _verify(options, server, run)
+
+
+def _record_teardown(run: _Run, teardown: dict[str, Any]) -> None:
+    run.cert["teardown"] = teardown
+    if not teardown["container_removed"]:
+        run.fail("teardown", f"container {run.container_id} could not be removed")
+    elif not teardown["gpu_memory_released"]:
+        run.fail("teardown", "GPU memory was not released after the container was removed: "
+                 + teardown["detail"])
+
+
+def _conclude(options: CertifyOptions, run: _Run, plan: dict[str, Any] | None) -> None:
+    """The certificate's figures, timings, checks, diagnosis and verdict, once the container is gone."""
+    cert = run.cert
     with run.lock:
         lines = list(run.watcher.lines)
-    if failure is not None and lines:
+    if run.failure is not None and lines:
         # The whole log, now that the container is gone: the fast verdict came at the first
         # fatal line; the lines after it (the parent's sigquit line) complete the evidence.
         final = diagnose_log(lines)
         if final.failed:
-            diagnosis = final
+            run.diagnosis = final
     figures = read_figures(lines)
     cert["figures"] = _figures(figures.to_dict(), (plan or {}).get("figures"))
     cert["plan"] = None if plan is None else {k: plan.get(k) for k in ("fits", "verdict", "sglang", "problems")}
@@ -516,98 +578,13 @@ def certify(
         cert["timings"]["fatal_line_s"] = round(run.fatal_line_at - run.started, 3)
         cert["timings"]["verdict_s"] = round(run.verdict_at - run.started, 3)
         cert["timings"]["ready_deadline_s"] = options.ready_timeout_s
-    cert["checks"] = checks
-    cert["failure"] = failure
-    cert["diagnosis"] = diagnosis.to_dict() if diagnosis is not None else None
+    cert["checks"] = run.checks
+    cert["failure"] = run.failure
+    cert["diagnosis"] = run.diagnosis.to_dict() if run.diagnosis is not None else None
     gaps = cert["attestation_gaps"]
-    cert["verdict"] = VERDICT_FAIL if failure else (VERDICT_UNATTESTED if gaps else VERDICT_PASS)
+    cert["verdict"] = VERDICT_FAIL if run.failure else (VERDICT_UNATTESTED if gaps else VERDICT_PASS)
     cert["attested"] = cert["verdict"] == VERDICT_PASS
     cert["finished_at"] = _now()
-    store.save(cert)
-    if interrupted is not None:
-        raise interrupted
-    return cert
-
-
-class ExecTransport(httpx.BaseTransport):
-    """httpx through ``docker exec``: each request is made by python inside the server
-    container, to its own 127.0.0.1 (see engine.exec_http). Host and port of the URL are
-    ignored; the container port is used."""
-
-    def __init__(self, eng: engine.Engine, run: _Run, container_port: int, python: str = "python3") -> None:
-        self.eng = eng
-        self.run = run
-        self.container_port = container_port
-        self.python = python
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if not self.run.container_id:
-            raise httpx.ConnectError("no container yet", request=request)
-        timeout = request.extensions.get("timeout", {}).get("read") or 30.0
-        path = request.url.raw_path.decode("ascii")
-        answer = engine.exec_http(self.eng, self.run.container_id, request.method, self.container_port, path,
-                                  request.read() or None, timeout_s=float(timeout), python=self.python)
-        if answer is None:
-            raise httpx.ConnectError(f"nothing answers on port {self.container_port} in the container", request=request)
-        status, body = answer
-        return httpx.Response(status, content=body, request=request)
-
-
-def parse_nvidia_smi(text: str) -> HostGpus:
-    """The three sections ContainerGpuProbe prints, split by '---' lines: the GPU query, the
-    compute-apps query (both ``--format=csv,noheader,nounits``) and nvidia-smi's banner."""
-    from imgbuild.adapters.gpus import GpuProcess
-
-    parts = text.split("\n---\n")
-    if len(parts) < 3:
-        raise UsageError(f"unexpected nvidia-smi output: {text.strip()[:200]}")
-    gpus_csv, apps_csv, banner = parts[0], parts[1], parts[2]
-    procs: dict[str, list[GpuProcess]] = {}
-    for line in apps_csv.strip().splitlines():
-        cells = [c.strip() for c in line.split(",")]
-        if len(cells) >= 4 and cells[1].isdigit():
-            used = int(cells[3]) if cells[3].isdigit() else 0
-            procs.setdefault(cells[0], []).append(GpuProcess(pid=int(cells[1]), name=cells[2], used_memory_mib=used))
-    devices = []
-    driver = ""
-    for line in gpus_csv.strip().splitlines():
-        cells = [c.strip() for c in line.split(",")]
-        if len(cells) < 8 or not cells[0].isdigit():
-            continue
-        index, uuid, name, total, used, free, cap, driver = cells[:8]
-        devices.append(GpuDevice(index=int(index), uuid=uuid, name=name, memory_total_mib=int(total),
-                                 memory_used_mib=int(used), memory_free_mib=int(free), compute_capability=cap,
-                                 processes=tuple(procs.get(uuid, ()))))
-    cuda = ""
-    marker = "CUDA Version:"
-    if marker in banner:
-        cuda = banner.split(marker, 1)[1].split()[0].strip("|")
-    return HostGpus(driver_version=driver, cuda_driver_version=cuda, devices=tuple(devices))
-
-
-class ContainerGpuProbe:
-    """Reads the GPUs of the engine's host with nvidia-smi in a short container of ``image``
-    (the NVIDIA runtime mounts nvidia-smi in): NVML for a remote DOCKER_HOST."""
-
-    QUERY = (
-        "nvidia-smi --query-gpu=index,uuid,name,memory.total,memory.used,memory.free,compute_cap,driver_version"
-        " --format=csv,noheader,nounits; echo ---;"
-        " nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,noheader,nounits;"
-        " echo ---; nvidia-smi"
-    )
-
-    def __init__(self, eng: engine.Engine, image: str) -> None:
-        self.eng = eng
-        self.image = image
-
-    def read(self) -> HostGpus:
-        from imgbuild.errors import EnvironmentUnavailable
-
-        code, output = engine.run_with_all_gpus(self.eng, self.image, ["sh", "-c", self.QUERY])
-        if code != 0:
-            raise EnvironmentUnavailable(f"nvidia-smi in {self.image} on the engine's host failed (exit {code}): "
-                                         f"{output.strip()[-200:]}", hint="the engine's host needs the NVIDIA container toolkit")
-        return parse_nvidia_smi(output)
 
 
 def _now() -> str:
@@ -673,8 +650,8 @@ def _new_certificate(options: CertifyOptions, facts: Any, pre: Preflight, flags:
     }
 
 
-def _wait_ready(options: CertifyOptions, eng: engine.Engine, http: httpx.Client, run: _Run, base: str,
-                fail: Callable[[str, str], None], progress: Callable[[str], None]) -> Diagnosis | None:
+def _wait_ready(options: CertifyOptions, eng: engine.Engine, server: ServerHttp, run: _Run,
+                progress: Callable[[str], None]) -> Diagnosis | None:
     deadline = run.started + options.ready_timeout_s
     while True:
         if run.fatal.is_set():
@@ -682,7 +659,7 @@ def _wait_ready(options: CertifyOptions, eng: engine.Engine, http: httpx.Client,
                 d = run.watcher.verdict
             assert d is not None
             run.verdict_at = time.monotonic()
-            fail("launch", f"fatal log line: {d.failure_class}: {d.cause}")
+            run.fail("launch", f"fatal log line: {d.failure_class}: {d.cause}")
             progress(f"certify {run.cert_id}: {d.failure_class} ({d.cause})")
             # The verdict stands; give SGLang a moment to finish its own exit so the log
             # keeps the lines after the fatal one (the parent's sigquit line), then stop it.
@@ -694,93 +671,108 @@ def _wait_ready(options: CertifyOptions, eng: engine.Engine, http: httpx.Client,
             with run.lock:
                 d = run.watcher.diagnose()
                 tail = " | ".join(run.watcher.lines[-3:])
-            fail("launch", f"the container exited with code {code} before it was ready"
-                 + (f": {d.failure_class}: {d.cause}" if d.failed else f"; last lines: {tail}"))
+            run.fail("launch", f"the container exited with code {code} before it was ready"
+                     + (f": {d.failure_class}: {d.cause}" if d.failed else f"; last lines: {tail}"))
             return d if d.failed else None
         try:
-            code_http, _ = _get_json(http, base + "/health_generate", 5.0)
+            code_http, _ = server.get_json("/health_generate", 5.0)
             if code_http == 200:
                 return None
-        except httpx.HTTPError:
+        except ServerRequestFailed:
             pass  # not listening yet: SGLang binds its port after the model has loaded
         now = time.monotonic()
         if now >= deadline:
             with run.lock:
                 d = run.watcher.diagnose()
                 last = run.watcher.lines[-1] if run.watcher.lines else "(no log output)"
-            fail("ready", f"not ready within {options.ready_timeout_s:g} s (deadline); last log line: {last}")
+            run.fail("ready", f"not ready within {options.ready_timeout_s:g} s (deadline); last log line: {last}")
             return d if d.failed else None
         run.fatal.wait(min(0.25, max(0.0, deadline - now)))
 
 
-def _verify(options: CertifyOptions, http: httpx.Client, base: str, run: _Run, cert: dict[str, Any],
-            checks: list[dict[str, Any]], fail: Callable[[str, str], None]) -> None:
+def _verify(options: CertifyOptions, server: ServerHttp, run: _Run) -> None:
+    """The flags applied, two greedy generations alike, and with speculation, accepted drafts."""
+    if not _verify_server_info(options, server, run):
+        return
+    meta = _verify_generation(options, server, run)
+    if meta is not None and run.cert["server_info"].get("speculative_algorithm"):
+        _verify_speculation(server, run, meta)
+
+
+def _verify_server_info(options: CertifyOptions, server: ServerHttp, run: _Run) -> bool:
     try:
-        code, info = _get_json(http, base + "/server_info", 30.0)
+        code, info = server.get_json("/server_info", 30.0)
         endpoint = "/server_info"
         if code == 404:
-            code, info = _get_json(http, base + "/get_server_info", 30.0)
+            code, info = server.get_json("/get_server_info", 30.0)
             endpoint = "/get_server_info"
-    except httpx.HTTPError as exc:
-        fail("verify", f"/server_info failed: {exc}")
-        return
+    except ServerRequestFailed as exc:
+        run.fail("verify", f"/server_info failed: {exc}")
+        return False
     if code != 200 or not isinstance(info, dict):
-        fail("verify", f"{endpoint} answered {code}")
-        return
+        run.fail("verify", f"{endpoint} answered {code}")
+        return False
     keys = ("tp_size", "speculative_algorithm", "speculative_num_steps", "context_length",
             "mem_fraction_static", "max_total_num_tokens", "version")
-    cert["server_info"] = {"endpoint": endpoint, **{k: info.get(k) for k in keys}}
+    run.cert["server_info"] = {"endpoint": endpoint, **{k: info.get(k) for k in keys}}
     wrong = _flags_applied(_expected_flags(options.launch_flags), info)
     if wrong:
-        fail("verify", "flags not applied: " + "; ".join(wrong))
-        return
-    checks.append({"name": "flags-applied", "ok": True, "detail": f"{endpoint} shows the flags asked for"})
+        run.fail("verify", "flags not applied: " + "; ".join(wrong))
+        return False
+    run.checks.append({"name": "flags-applied", "ok": True, "detail": f"{endpoint} shows the flags asked for"})
+    return True
 
+
+def _verify_generation(options: CertifyOptions, server: ServerHttp, run: _Run) -> dict[str, Any] | None:
+    """Two greedy /generate calls; the first one's meta_info when they agree, else None."""
     body = {"text": options.prompt, "sampling_params": {"max_new_tokens": options.max_new_tokens, "temperature": 0}}
     outputs = []
     for attempt in range(2):
         try:
             t0 = time.monotonic()
-            resp = http.post(base + "/generate", json=body, timeout=120.0)
+            status, content = server.post_json("/generate", body, 120.0)
             if attempt == 0:
-                cert["timings"]["first_generation_s"] = round(time.monotonic() - t0, 3)
-            data = resp.json()
-        except (httpx.HTTPError, ValueError) as exc:
-            fail("generate", f"/generate failed: {exc}")
-            return
-        if resp.status_code != 200 or not data.get("output_ids"):
-            fail("generate", f"/generate answered {resp.status_code} without tokens: {str(data)[:200]}")
-            return
+                run.cert["timings"]["first_generation_s"] = round(time.monotonic() - t0, 3)
+            data = json.loads(content)
+        except (ServerRequestFailed, ValueError) as exc:
+            run.fail("generate", f"/generate failed: {exc}")
+            return None
+        if status != 200 or not data.get("output_ids"):
+            run.fail("generate", f"/generate answered {status} without tokens: {str(data)[:200]}")
+            return None
         outputs.append(data)
     first, second = outputs
     meta = first.get("meta_info") or {}
-    generation: dict[str, Any] = {
+    run.cert["generation"] = {
         "prompt": options.prompt,
         "output_ids": first["output_ids"],
         "text": first.get("text"),
         "completion_tokens": meta.get("completion_tokens"),
         "deterministic": first["output_ids"] == second["output_ids"],
     }
-    cert["generation"] = generation
-    if not generation["deterministic"]:
-        fail("generate", "two greedy /generate calls returned different tokens")
+    if not run.cert["generation"]["deterministic"]:
+        run.fail("generate", "two greedy /generate calls returned different tokens")
+        return None
+    run.checks.append({"name": "generate", "ok": True, "detail": f"{len(first['output_ids'])} tokens, deterministic"})
+    return meta
+
+
+def _verify_speculation(server: ServerHttp, run: _Run, meta: dict[str, Any]) -> None:
+    generation = run.cert["generation"]
+    accept = meta.get("spec_accept_length")
+    if accept is None and meta.get("spec_verify_ct"):
+        accept = (meta.get("completion_tokens") or 0) / meta["spec_verify_ct"]
+    try:
+        _, info2 = server.get_json(run.cert["server_info"]["endpoint"], 30.0)
+        states = (info2 or {}).get("internal_states") or [{}]
+        generation["avg_spec_accept_length"] = states[0].get("avg_spec_accept_length")
+    except ServerRequestFailed:
+        generation["avg_spec_accept_length"] = None
+    generation["spec_accept_length"] = accept
+    if accept is None or float(accept) <= 1.0:
+        run.fail("speculation", f"speculative decoding accepted no draft tokens (acceptance length {accept})")
         return
-    checks.append({"name": "generate", "ok": True, "detail": f"{len(first['output_ids'])} tokens, deterministic"})
-    if cert["server_info"].get("speculative_algorithm"):
-        accept = meta.get("spec_accept_length")
-        if accept is None and meta.get("spec_verify_ct"):
-            accept = (meta.get("completion_tokens") or 0) / meta["spec_verify_ct"]
-        try:
-            _, info2 = _get_json(http, base + cert["server_info"]["endpoint"], 30.0)
-            states = (info2 or {}).get("internal_states") or [{}]
-            generation["avg_spec_accept_length"] = states[0].get("avg_spec_accept_length")
-        except httpx.HTTPError:
-            generation["avg_spec_accept_length"] = None
-        generation["spec_accept_length"] = accept
-        if accept is None or float(accept) <= 1.0:
-            fail("speculation", f"speculative decoding accepted no draft tokens (acceptance length {accept})")
-            return
-        checks.append({"name": "speculation", "ok": True, "detail": f"acceptance length {accept:.2f}"})
+    run.checks.append({"name": "speculation", "ok": True, "detail": f"acceptance length {accept:.2f}"})
 
 
 def _teardown(options: CertifyOptions, eng: engine.Engine, probe: GpuProbe, run: _Run, uuids: tuple[str, ...],
