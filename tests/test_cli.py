@@ -81,3 +81,40 @@ def test_matrix_show_lists_engines_and_one_engine_in_full() -> None:
 def test_inspect_json_reports_layers_and_weights() -> None:
     data = json.loads(imgbuild("inspect", SEED, "--json").stdout)
     assert data["linear_attention_layers"] == 48 and data["weight_bytes"] == 55_562_855_904
+
+
+def render_json(tmp_path: Path, *args: str) -> dict:
+    done = imgbuild("render", "--engine", "0.5.11", "-o", str(tmp_path / "ctx"), "--json", *args)
+    assert done.returncode == 0, done.stderr
+    return json.loads((tmp_path / "ctx" / "recipe.json").read_text())
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    pytest.param(["--gpus", "RTX A6000x2"], ["--gpu", "RTX A6000x2"], id="render-gpus"),
+])
+def test_an_old_option_spelling_still_works_and_means_the_same(tmp_path: Path, old: list[str], new: list[str]) -> None:
+    assert render_json(tmp_path / "old", *old) == render_json(tmp_path / "new", *new)
+    assert render_json(tmp_path / "new", *new)["target"]["gpus"] == "RTX A6000x2"
+
+
+@pytest.mark.parametrize(("command", "shown", "hidden"), [
+    pytest.param("certify", ["--gpu NAME[xN]", "--model-dir", "--model-ref"], ["--gpus", "--model "], id="certify"),
+    pytest.param("render", ["--gpu NAME[xN]", "--model ID"], ["--gpus"], id="render"),
+    pytest.param("publish", ["--registry-ca"], ["--ca-bundle"], id="publish"),
+    pytest.param("verify", ["--registry-ca"], ["--ca-bundle"], id="verify"),
+    pytest.param("make", ["--registry-ca", "--ca-bundle"], [], id="make"),
+    pytest.param("lock", ["--pip-index-url"], ["--index-url"], id="lock"),
+    pytest.param("check", ["--interpreter", "--gpu NAME[xN]"], ["--python"], id="check"),
+])
+def test_help_shows_one_name_per_option_and_hides_the_old_spellings(command: str, shown: list[str],
+                                                                    hidden: list[str]) -> None:
+    text = imgbuild(command, "--help").stdout
+    assert all(name in text for name in shown), text
+    assert not any(name in text for name in hidden), text
+
+
+def test_publish_reads_the_registry_ca_under_its_old_name_too(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-ca.pem")
+    for name in ("--registry-ca", "--ca-bundle"):
+        done = imgbuild("publish", "img", "--to", "127.0.0.1:1/x", name, missing)
+        assert done.returncode == 2 and f"'{name}'" in done.stderr and "does not exist" in done.stderr, done.stderr

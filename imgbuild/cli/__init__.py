@@ -1,7 +1,12 @@
-"""The command line: click only. Parses, calls one flow, prints; the only layer that exits."""
+"""The command line: click only. Parses, calls one flow, prints; the only layer that exits.
+
+``app`` holds the click group, ``main`` and the output helpers; each other module adds
+one group of commands to it, and ``options`` declares every option once.
+"""
 
 from __future__ import annotations
 
-from imgbuild.cli.main import cli, main
+from imgbuild.cli.app import cli, main
+from imgbuild.cli import build, certify, check, diagnose, make, matrix, plan, publish  # noqa: F401 - they add the commands
 
 __all__ = ["cli", "main"]

@@ -1,5 +1,5 @@
 """python -m imgbuild.cli"""
 
-from imgbuild.cli.main import main
+from imgbuild.cli import main
 
 main()

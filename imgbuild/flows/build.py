@@ -20,9 +20,9 @@ from typing import Any
 
 from imgbuild.adapters.engine import BuildEvent, Engine
 from imgbuild.errors import UsageError
+from imgbuild.flows.targets import DEFAULT_REPOSITORY
 from imgbuild.knowledge.render import Rendered
 
-DEFAULT_REPOSITORY = "imgbuild/sglang"
 RECIPE_LABEL = "io.imgbuild.recipe-digest"
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s\\;]+)")
 
@@ -30,7 +30,9 @@ _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s\\;]+)")
 @dataclass(frozen=True, kw_only=True)
 class BuildOptions:
     rendered: Rendered
-    repository: str = DEFAULT_REPOSITORY  # with a registry host (127.0.0.1:5055/x) the image is pushed
+    # with a registry host (127.0.0.1:5055/x) the image is pushed; targets.default_repository()
+    # adds $IMGBUILD_REGISTRY
+    repository: str = DEFAULT_REPOSITORY
     ca_bundle: Path | None = None
     pip_index_url: str | None = None
     force: bool = False
@@ -79,64 +81,73 @@ def default_record_path(tag: str) -> Path:
     return base / "imgbuild" / "builds" / f"{tag}.json"
 
 
-def build_image(engine: Engine, options: BuildOptions) -> BuildRecord:
-    rendered = options.rendered
-    started = time.monotonic()
-    ref = f"{options.repository}:{rendered.tag}"
-    push = registry_host(options.repository) is not None
-    record_path = options.record_path or default_record_path(rendered.tag)
-    pins = lock_pins(rendered.lock_text)
+def write_record(record: BuildRecord, record_path: Path) -> None:
+    text = json.dumps(record.to_dict(), indent=2) + "\n"
+    if record_path.exists() and not record_path.is_file():
+        record_path.write_text(text, encoding="utf-8")  # a device or pipe: never replace it
+    else:
+        record_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = record_path.with_name(record_path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, record_path)
 
-    def finish(image_id: str | None, repo_digest: str | None, skipped: bool, reason: str) -> BuildRecord:
-        record = BuildRecord(
-            image=ref,
-            image_id=image_id,
-            repo_digest=repo_digest,
-            recipe_digest=rendered.recipe_digest,
-            target=rendered.target.name,
-            base=rendered.base_ref,
-            skipped=skipped,
-            reason=reason,
-            duration_s=round(time.monotonic() - started, 3),
-            pins=pins,
-            record_path=str(record_path),
-        )
-        text = json.dumps(record.to_dict(), indent=2) + "\n"
-        if record_path.exists() and not record_path.is_file():
-            record_path.write_text(text, encoding="utf-8")  # a device or pipe: never replace it
-        else:
-            record_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = record_path.with_name(record_path.name + ".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, record_path)
-        return record
 
-    if not options.force:
-        local = engine.image_info(ref)
-        if local is not None and local.labels.get(RECIPE_LABEL) == rendered.recipe_digest:
-            digest = next((d for d in local.repo_digests if d.startswith(options.repository + "@")), None)
-            return finish(local.id, digest, True, "an image with this recipe digest exists locally")
-        if push:
-            remote = engine.registry_digest(ref)
-            if remote:
-                return finish(None, f"{options.repository}@{remote}", True, "an image with this recipe digest is in the registry")
-        same = engine.images_with_label(RECIPE_LABEL, rendered.recipe_digest)
-        if local is None and same:
-            # Built before under another name: name it, as a build would have.
-            repository, tag = ref.rsplit(":", 1)
-            engine.tag(same[0].id, repository, tag)
-            repo_digest = engine.push(repository, tag) if push else None
-            return finish(same[0].id, repo_digest, True, f"an image with this recipe digest exists locally ({same[0].id[:19]})")
+def _already_built(engine: Engine, options: BuildOptions, ref: str, push: bool,
+                   ) -> tuple[str | None, str | None, str] | None:
+    """(image id, repo digest, why) of an image with this recipe digest, named ``ref`` now; None if none."""
+    recipe_digest = options.rendered.recipe_digest
+    local = engine.image_info(ref)
+    if local is not None and local.labels.get(RECIPE_LABEL) == recipe_digest:
+        digest = next((d for d in local.repo_digests if d.startswith(options.repository + "@")), None)
+        return local.id, digest, "an image with this recipe digest exists locally"
+    if push:
+        remote = engine.registry_digest(ref)
+        if remote:
+            return None, f"{options.repository}@{remote}", "an image with this recipe digest is in the registry"
+    same = engine.images_with_label(RECIPE_LABEL, recipe_digest)
+    if local is None and same:
+        # Built before under another name: name it, as a build would have.
+        repository, tag = ref.rsplit(":", 1)
+        engine.tag(same[0].id, repository, tag)
+        repo_digest = engine.push(repository, tag) if push else None
+        return same[0].id, repo_digest, f"an image with this recipe digest exists locally ({same[0].id[:19]})"
+    return None
 
-    files = dict(rendered.files)
+
+def _context_files(options: BuildOptions) -> dict[str, bytes]:
+    files = dict(options.rendered.files)
     if options.ca_bundle is not None:
         try:
             files["ca-bundle.crt"] = options.ca_bundle.read_bytes()
         except OSError as exc:
             raise UsageError(f"--ca-bundle {options.ca_bundle}: {exc.strerror}", hint="give a PEM file of CA certificates") from exc
+    return files
+
+
+def build_image(engine: Engine, options: BuildOptions) -> BuildRecord:
+    """Build (or find) the rendered target's image, tag it, push it where the repository has a host."""
+    rendered = options.rendered
+    started = time.monotonic()
+    ref = f"{options.repository}:{rendered.tag}"
+    push = registry_host(options.repository) is not None
+    record_path = options.record_path or default_record_path(rendered.tag)
+
+    def finish(image_id: str | None, repo_digest: str | None, skipped: bool, reason: str) -> BuildRecord:
+        record = BuildRecord(
+            image=ref, image_id=image_id, repo_digest=repo_digest, recipe_digest=rendered.recipe_digest,
+            target=rendered.target.name, base=rendered.base_ref, skipped=skipped, reason=reason,
+            duration_s=round(time.monotonic() - started, 3), pins=lock_pins(rendered.lock_text),
+            record_path=str(record_path),
+        )
+        write_record(record, record_path)
+        return record
+
+    found = None if options.force else _already_built(engine, options, ref, push)
+    if found is not None:
+        return finish(*found[:2], True, found[2])
     buildargs = {"PIP_INDEX_URL": options.pip_index_url} if options.pip_index_url else {}
     image_id = engine.build(
-        files, buildargs=buildargs, nocache=options.nocache, on_event=options.on_progress, what=ref
+        _context_files(options), buildargs=buildargs, nocache=options.nocache, on_event=options.on_progress, what=ref
     )
     repository, tag = ref.rsplit(":", 1)
     engine.tag(image_id, repository, tag)

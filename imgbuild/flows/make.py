@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
@@ -168,13 +168,13 @@ class MakeSummary:
     def failed(self) -> list[TargetOutcome]:
         return [o for o in self.outcomes if o.failed_step]
 
-    def exit_code(self) -> int:
-        codes = [int(o.steps[o.failed_step].get("exit_code") or 1) for o in self.failed if o.failed_step]
-        return max(codes, default=0)
+    def failures(self) -> list[dict[str, Any]]:
+        """The failed step's entry of each failed target (its "exit_code" is the error's own)."""
+        return [o.steps[o.failed_step] for o in self.failed if o.failed_step]
 
     def to_dict(self) -> dict[str, Any]:
         return {"targets": [o.to_dict() for o in self.outcomes], "prepare_s": round(self.prepare_s, 3),
-                "total_s": round(self.total_s, 3), "queues": self.queues, "exit_code": self.exit_code()}
+                "total_s": round(self.total_s, 3), "queues": self.queues}
 
 
 def gpu_set(target: TargetSpec) -> str:
@@ -283,9 +283,7 @@ class StepSettings:
     matrix: Matrix
     locks_dir: Path
     render_dir: Path  # <render_dir>/<target>/ holds each rendered build context
-    # where builds are tagged (a registry host pushes them); None: imgbuild.flows.build's default,
-    # under $IMGBUILD_REGISTRY when that is set, as `imgbuild build` does
-    repository: str | None = None
+    repository: str | None = None  # where builds are tagged; None: targets.default_repository()
     base_override: str | None = None  # --base REF for targets whose base has no digest (made per machine)
     ca_bundle: Path | None = None
     pip_index_url: str | None = None
@@ -295,6 +293,7 @@ class StepSettings:
     certify_attach_gpus: bool = True
     certify_timeout_s: float = 1800.0
     certify_port: int = 30000
+    certify_environment: Mapping[str, str] = field(default_factory=dict)  # for the server container
     store_dir: Path | None = None
 
 
@@ -305,6 +304,182 @@ def _matrix_sha(matrix: Matrix) -> str:
         return "unknown"
 
 
+class _RealSteps:
+    """The six steps over the real flows. Adapters are made on first use, so a make that
+    stops after render never needs a Docker engine or a registry."""
+
+    def __init__(self, settings: StepSettings, *, connect_engine: Callable[[], Any], registry: Any,
+                 gpu_probe: Callable[[], Any] | None, progress: Progress | None) -> None:
+        self.settings = settings
+        self.matrix = settings.matrix
+        self.matrix_sha = _matrix_sha(settings.matrix)
+        self.connect_engine = connect_engine
+        self.registry = registry
+        self.gpu_probe = gpu_probe
+        self.say: Progress = progress or (lambda line: None)
+        self.rendered: dict[str, Any] = {}
+        self._engine: Any = None
+        self._lock = threading.Lock()
+
+    def engine(self) -> Any:
+        with self._lock:
+            if self._engine is None:
+                self._engine = self.connect_engine()
+            return self._engine
+
+    def model_of(self, target: TargetSpec) -> str:
+        if not target.model:
+            raise NotApplicable("the target names no model")
+        return self.settings.model_dirs.get(target.model, target.model)
+
+    def steps(self) -> list[Step]:
+        return [
+            Step("check", self.check_inputs, self.check_run),
+            Step("plan", self.plan_inputs, self.plan_run),
+            Step("render", self.render_inputs, self.render_run, self.render_valid),
+            Step("build", self.build_inputs, self.build_run, self.build_valid),
+            Step("certify", self.certify_inputs, self.certify_run),
+            Step("publish", self.publish_inputs, self.publish_run),
+        ]
+
+    # check ---------------------------------------------------------------
+    def check_inputs(self, target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
+        return {"model": self.model_of(target), "engine": target.engine, "gpus": target.gpus, "matrix": self.matrix_sha}
+
+    def check_run(self, target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        from imgbuild.adapters.hub import hub_for
+        from imgbuild.flows.check import CheckOptions, check_model
+
+        model = self.model_of(target)
+        result = check_model(CheckOptions(model=model, sglang=target.engine, gpu=target.gpus), matrix=self.matrix,
+                             probe=None, hub=hub_for(model))
+        if not result.supported:
+            raise NegativeVerdict(f"SGLang {target.engine} does not support {target.model}: "
+                                  + "; ".join(result.reasons))
+        return f"SGLang {target.engine} supports {target.model}", {"supported": True}
+
+    # plan ----------------------------------------------------------------
+    def plan_inputs(self, target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
+        if not target.gpus:
+            raise NotApplicable("the target names no GPUs")
+        return {"model": self.model_of(target), "flags": list(target.launch_flags), "gpus": target.gpus,
+                "engine": target.engine, "matrix": self.matrix_sha}
+
+    def plan_run(self, target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        from imgbuild.adapters.hub import hub_for
+        from imgbuild.flows.plan import PlanOptions, plan_launch
+
+        model = self.model_of(target)
+        result = plan_launch(PlanOptions(model=model, flags=target.launch_flags, gpu=target.gpus,
+                                         sglang=target.engine, suggest=False), matrix=self.matrix, hub=hub_for(model))
+        if not result.fits:
+            raise NegativeVerdict(f"the launch flags do not fit on {target.gpus}: "
+                                  + "; ".join(result.problems[:2]), hint=f"imgbuild plan {target.model} for fixes")
+        return f"fits: {result.verdict}", {"fits": True, "verdict": result.verdict}
+
+    # render --------------------------------------------------------------
+    def render_target(self, target: TargetSpec) -> Any:
+        from imgbuild.flows.targets import recipe_inputs, with_base
+        from imgbuild.knowledge.render import bases_of, render_context
+
+        if target.name not in self.rendered:
+            spec = with_base(target, bases_of(self.matrix.raw), self.settings.base_override, unpinned_only=True)
+            inputs = recipe_inputs(self.matrix, spec, locks_dir=self.settings.locks_dir)
+            self.rendered[target.name] = render_context(inputs)
+        return self.rendered[target.name]
+
+    def render_inputs(self, target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
+        return {"recipe_digest": self.render_target(target).recipe_digest}
+
+    def render_run(self, target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        from imgbuild.knowledge.render import write_context
+
+        r = self.render_target(target)
+        out = self.settings.render_dir / target.name
+        write_context(r, out)
+        return f"{r.tag} in {out}", {"recipe_digest": r.recipe_digest, "tag": r.tag, "dir": str(out)}
+
+    @staticmethod
+    def render_valid(result: Mapping[str, Any]) -> bool:
+        return bool(result.get("dir")) and (Path(result["dir"]) / "Dockerfile").is_file()
+
+    # build ---------------------------------------------------------------
+    def repository(self) -> str:
+        from imgbuild.flows.targets import default_repository
+
+        return self.settings.repository or default_repository()
+
+    def build_inputs(self, target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
+        return {"recipe_digest": prior["render"]["recipe_digest"], "repository": self.repository()}
+
+    def build_run(self, target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        from imgbuild.flows.build import BuildOptions, build_image
+
+        eng = self.engine()
+        record = build_image(eng, BuildOptions(rendered=self.render_target(target), repository=self.repository(),
+                                               ca_bundle=self.settings.ca_bundle,
+                                               pip_index_url=self.settings.pip_index_url))
+        image_id = record.image_id or (eng.image_info(record.image).id if eng.image_info(record.image) else None)
+        return (f"{record.image} ({record.reason})",
+                {"image": record.image, "image_id": image_id, "repo_digest": record.repo_digest})
+
+    def build_valid(self, result: Mapping[str, Any]) -> bool:
+        return self.engine().image_info(result.get("image_id") or result.get("image") or "") is not None
+
+    # certify -------------------------------------------------------------
+    def certify_inputs(self, target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
+        if not target.gpus:
+            raise NotApplicable("the target names no GPUs to certify on")
+        return {"image_id": prior["build"]["image_id"], "gpus": target.gpus, "flags": list(target.launch_flags),
+                "model": target.model, "attach_gpus": self.settings.certify_attach_gpus}
+
+    def certify_run(self, target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        import httpx
+
+        from imgbuild.adapters.certstore import CertStore
+        from imgbuild.flows import certify as flow
+        from imgbuild.flows.targets import certify_host, certify_options
+
+        image, settings = prior["build"]["image"], self.settings
+        # The engine DOCKER_HOST names, as `imgbuild certify` does: a remote one is read with
+        # nvidia-smi on its host and spoken to through docker exec.
+        host = certify_host(self.engine(), image, local_probe=self.gpu_probe() if self.gpu_probe else None)
+        opts = certify_options(
+            image=image, target=target, host=host, model_dir=settings.model_dirs.get(target.model or ""),
+            attach_gpus=settings.certify_attach_gpus, host_port=settings.certify_port,
+            ready_timeout_s=settings.certify_timeout_s, environment=dict(settings.certify_environment))
+        with httpx.Client(trust_env=False) as http:
+            cert = flow.certify(opts, eng=self.engine(), probe=host.probe, matrix=self.matrix, http=http,
+                                store=CertStore(settings.store_dir), planner=None, progress=self.say)
+        if cert.get("verdict") == flow.VERDICT_FAIL:
+            failure = cert.get("failure") or {}
+            raise NegativeVerdict(f"certificate {cert['id']}: fail at {failure.get('stage')}: {failure.get('reason')}")
+        return f"{cert['verdict']} ({cert['id']})", {"id": cert["id"], "verdict": cert["verdict"]}
+
+    # publish -------------------------------------------------------------
+    def publish_inputs(self, target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
+        if not self.settings.destination:
+            raise NotApplicable("no --to registry")
+        return {"image_id": prior["build"]["image_id"], "certificate": (prior.get("certify") or {}).get("id"),
+                "destination": self.settings.destination, "allow_uncertified": self.settings.allow_uncertified}
+
+    def publish_run(self, target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        from imgbuild.adapters.engine import PushAdapter
+        from imgbuild.flows.publish import PublishOptions, load_certificates, publish_image
+
+        if self.registry is None:
+            raise UsageError("publish needs a registry client")
+        settings = self.settings
+        result = publish_image(
+            PublishOptions(source=prior["build"]["image_id"], destination=settings.destination or "",
+                           allow_uncertified=settings.allow_uncertified),
+            engine=PushAdapter(self.engine()), registry=self.registry,
+            certificates=load_certificates(settings.store_dir), progress=self.say)
+        return (f"{result.reference}" + (" (uncertified)" if result.uncertified else ""),
+                {"reference": result.reference, "digest": result.digest, "tags": result.tags,
+                 "uncertified": result.uncertified})
+
+
 def default_steps(
     settings: StepSettings,
     *,
@@ -313,175 +488,9 @@ def default_steps(
     gpu_probe: Callable[[], Any] | None = None,
     progress: Progress | None = None,
 ) -> list[Step]:
-    """The six steps over the real flows. Adapters are made on first use, so a
-    make that stops after render never needs a Docker engine or a registry."""
-    from imgbuild.knowledge.render import bases_of, render_context, resolve_inputs, write_context
-
-    matrix = settings.matrix
-    matrix_sha = _matrix_sha(matrix)
-    rendered: dict[str, Any] = {}
-    lazy: dict[str, Any] = {}
-    lazy_lock = threading.Lock()
-    say = progress or (lambda line: None)
-
-    def engine() -> Any:
-        with lazy_lock:
-            if "engine" not in lazy:
-                lazy["engine"] = connect_engine()
-            return lazy["engine"]
-
-    def model_of(target: TargetSpec) -> str:
-        if not target.model:
-            raise NotApplicable("the target names no model")
-        return settings.model_dirs.get(target.model, target.model)
-
-    # check ---------------------------------------------------------------
-    def check_inputs(target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
-        return {"model": model_of(target), "engine": target.engine, "gpus": target.gpus, "matrix": matrix_sha}
-
-    def check_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        from imgbuild.flows.check import CheckOptions, check_model
-        from imgbuild.adapters.hub import hub_for
-
-        model = model_of(target)
-        result = check_model(CheckOptions(model=model, sglang=target.engine, gpu=target.gpus), matrix=matrix,
-                             probe=None, hub=hub_for(model))
-        if not result.supported:
-            raise NegativeVerdict(f"SGLang {target.engine} does not support {target.model}: "
-                                  + "; ".join(result.reasons))
-        return f"SGLang {target.engine} supports {target.model}", {"supported": True}
-
-    # plan ----------------------------------------------------------------
-    def plan_inputs(target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
-        if not target.gpus:
-            raise NotApplicable("the target names no GPUs")
-        return {"model": model_of(target), "flags": list(target.launch_flags), "gpus": target.gpus,
-                "engine": target.engine, "matrix": matrix_sha}
-
-    def plan_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        from imgbuild.adapters.hub import hub_for
-        from imgbuild.flows.plan import PlanOptions, plan_launch
-
-        model = model_of(target)
-        result = plan_launch(PlanOptions(model=model, flags=target.launch_flags, gpu=target.gpus,
-                                         sglang=target.engine, suggest=False), matrix=matrix, hub=hub_for(model))
-        if not result.fits:
-            raise NegativeVerdict(f"the launch flags do not fit on {target.gpus}: "
-                                  + "; ".join(result.problems[:2]), hint=f"imgbuild plan {target.model} for fixes")
-        return f"fits: {result.verdict}", {"fits": True, "verdict": result.verdict}
-
-    # render --------------------------------------------------------------
-    def render_target(target: TargetSpec) -> Any:
-        if target.name not in rendered:
-            bases = bases_of(matrix.raw)
-            spec = target
-            pinned = spec.base in bases and bases[spec.base].digest
-            if settings.base_override and not pinned:
-                spec = replace(target, base=settings.base_override)
-            engine_spec = None
-            if spec.kind == "sglang":
-                engine_spec = matrix.engine(spec.engine)
-            inputs = resolve_inputs(spec, bases=bases, engine=engine_spec, locks_dir=settings.locks_dir)
-            rendered[target.name] = render_context(inputs)
-        return rendered[target.name]
-
-    def render_inputs(target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
-        return {"recipe_digest": render_target(target).recipe_digest}
-
-    def render_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        r = render_target(target)
-        out = settings.render_dir / target.name
-        write_context(r, out)
-        return f"{r.tag} in {out}", {"recipe_digest": r.recipe_digest, "tag": r.tag, "dir": str(out)}
-
-    def render_valid(result: Mapping[str, Any]) -> bool:
-        return bool(result.get("dir")) and (Path(result["dir"]) / "Dockerfile").is_file()
-
-    # build ---------------------------------------------------------------
-    def repository() -> str:
-        if settings.repository:
-            return settings.repository
-        from imgbuild.flows.build import DEFAULT_REPOSITORY  # imports the engine adapter: only when building
-
-        registry_env = os.environ.get("IMGBUILD_REGISTRY")
-        return f"{registry_env}/{DEFAULT_REPOSITORY}" if registry_env else DEFAULT_REPOSITORY
-
-    def build_inputs(target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
-        return {"recipe_digest": prior["render"]["recipe_digest"], "repository": repository()}
-
-    def build_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        from imgbuild.flows.build import BuildOptions, build_image
-
-        record = build_image(engine(), BuildOptions(rendered=render_target(target), repository=repository(),
-                                                    ca_bundle=settings.ca_bundle, pip_index_url=settings.pip_index_url))
-        image_id = record.image_id or (engine().image_info(record.image).id if engine().image_info(record.image) else None)
-        return (f"{record.image} ({record.reason})",
-                {"image": record.image, "image_id": image_id, "repo_digest": record.repo_digest})
-
-    def build_valid(result: Mapping[str, Any]) -> bool:
-        info = engine().image_info(result.get("image_id") or result.get("image") or "")
-        return info is not None
-
-    # certify -------------------------------------------------------------
-    def certify_inputs(target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
-        if not target.gpus:
-            raise NotApplicable("the target names no GPUs to certify on")
-        return {"image_id": prior["build"]["image_id"], "gpus": target.gpus, "flags": list(target.launch_flags),
-                "model": target.model, "attach_gpus": settings.certify_attach_gpus}
-
-    def certify_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        import httpx
-
-        from imgbuild.flows import certify as flow
-        from imgbuild.adapters.certstore import CertStore
-        from imgbuild.adapters.gpus import SNAPSHOT_ENV, default_probe
-
-        model = settings.model_dirs.get(target.model or "", None)
-        snapshot = os.environ.get(SNAPSHOT_ENV)
-        opts = flow.CertifyOptions(
-            image=prior["build"]["image"], gpus=target.gpus or "", launch_flags=tuple(target.launch_flags),
-            target_name=target.name, engine_version=target.engine, cuda=target.cuda,
-            model_dir=model, model_ref=None if model else target.model, attach_gpus=settings.certify_attach_gpus,
-            probe_source=f"snapshot:{snapshot}" if snapshot else "nvml", host_port=settings.certify_port,
-            ready_timeout_s=settings.certify_timeout_s)
-        with httpx.Client(trust_env=False) as http:
-            cert = flow.certify(opts, eng=engine(), probe=(gpu_probe or default_probe)(), matrix=matrix, http=http,
-                                store=CertStore(settings.store_dir), planner=None, progress=say)
-        if cert.get("verdict") == flow.VERDICT_FAIL:
-            failure = cert.get("failure") or {}
-            raise NegativeVerdict(f"certificate {cert['id']}: fail at {failure.get('stage')}: {failure.get('reason')}")
-        return f"{cert['verdict']} ({cert['id']})", {"id": cert["id"], "verdict": cert["verdict"]}
-
-    # publish -------------------------------------------------------------
-    def publish_inputs(target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
-        if not settings.destination:
-            raise NotApplicable("no --to registry")
-        return {"image_id": prior["build"]["image_id"], "certificate": (prior.get("certify") or {}).get("id"),
-                "destination": settings.destination, "allow_uncertified": settings.allow_uncertified}
-
-    def publish_run(target: TargetSpec, prior: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        from imgbuild.adapters.engine import PushAdapter
-        from imgbuild.flows.publish import PublishOptions, load_certificates, publish_image
-
-        if registry is None:
-            raise UsageError("publish needs a registry client")
-        result = publish_image(
-            PublishOptions(source=prior["build"]["image_id"], destination=settings.destination or "",
-                           allow_uncertified=settings.allow_uncertified),
-            engine=PushAdapter(engine()), registry=registry, certificates=load_certificates(settings.store_dir),
-            progress=say)
-        return (f"{result.reference}" + (" (uncertified)" if result.uncertified else ""),
-                {"reference": result.reference, "digest": result.digest, "tags": result.tags,
-                 "uncertified": result.uncertified})
-
-    return [
-        Step("check", check_inputs, check_run),
-        Step("plan", plan_inputs, plan_run),
-        Step("render", render_inputs, render_run, render_valid),
-        Step("build", build_inputs, build_run, build_valid),
-        Step("certify", certify_inputs, certify_run),
-        Step("publish", publish_inputs, publish_run),
-    ]
+    """The six steps over the real flows (check, plan, render, build, certify, publish)."""
+    return _RealSteps(settings, connect_engine=connect_engine, registry=registry, gpu_probe=gpu_probe,
+                      progress=progress).steps()
 
 
 def summary_lines(summary: MakeSummary) -> list[str]:

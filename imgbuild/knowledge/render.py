@@ -212,34 +212,39 @@ def write_context(rendered: Rendered, out_dir: Path) -> list[Path]:
     return written
 
 
-def target_from_options(
-    *,
-    name: str | None,
-    engine: str,
-    base: str,
-    python: str,
-    cuda: str | None,
-    torch: str | None,
-    glibc: str | None,
-    model: str | None,
-    gpus: str | None,
-    launch_flags: tuple[str, ...],
-    platform: str = "linux/amd64",
-) -> TargetSpec:
+@dataclass(frozen=True, kw_only=True)
+class TargetOptions:
     """A target given on the command line (``--engine 0.5.11 --cuda 13.0 ...``)."""
+
+    engine: str
+    base: str
+    python: str
+    cuda: str | None = None
+    name: str | None = None  # default: sglang-ENGINE-cuXY
+    torch: str | None = None
+    glibc: str | None = None
+    model: str | None = None
+    gpus: str | None = None
+    launch_flags: tuple[str, ...] = ()
+    platform: str = "linux/amd64"
+
+
+def target_from_options(options: TargetOptions) -> TargetSpec:
+    """The TargetSpec of a target given on the command line."""
+    o = options
     return TargetSpec(
-        name=name or f"sglang-{engine}-cu{(cuda or 'none').replace('.', '')}",
+        name=o.name or f"sglang-{o.engine}-cu{(o.cuda or 'none').replace('.', '')}",
         kind="sglang",
-        engine=engine,
-        base=base,
-        python=python,
-        platform=platform,
-        cuda=cuda,
-        torch=torch,
-        glibc=glibc,
-        model=model,
-        gpus=gpus,
-        launch_flags=launch_flags,
+        engine=o.engine,
+        base=o.base,
+        python=o.python,
+        platform=o.platform,
+        cuda=o.cuda,
+        torch=o.torch,
+        glibc=o.glibc,
+        model=o.model,
+        gpus=o.gpus,
+        launch_flags=o.launch_flags,
         source="command line",
     )
 
@@ -251,6 +256,7 @@ __all__ = [
     "render_context",
     "render_dockerfile",
     "write_context",
+    "TargetOptions",
     "target_from_options",
     "__version__",
 ]

@@ -1,0 +1,84 @@
+"""matrix show, matrix validate: the compatibility matrix."""
+
+from __future__ import annotations
+
+import click
+
+from imgbuild.cli import options
+from imgbuild.cli.app import cli, emit_json, load_matrix
+
+
+@cli.group()
+def matrix() -> None:
+    """Show or validate the compatibility matrix."""
+
+
+@matrix.command("show")
+@options.engine_version
+@options.matrix_file
+@options.json_output
+def matrix_show(engine_version: str | None, matrix_path: str | None, as_json: bool) -> None:
+    """A readable table of engines (or one engine, --engine V), CUDA versions and GPUs."""
+    m = load_matrix(matrix_path)
+    if engine_version:
+        e = m.engine(engine_version)
+        data = {"version": e.version, "requires_python": e.requires_python, "glibc": e.glibc, "torch": e.torch,
+                "cuda": e.cuda, "pins": e.pins, "architectures": sorted(e.architectures)}
+        if as_json:
+            emit_json(data)
+            return
+        for key in ("version", "requires_python", "glibc", "torch", "cuda"):
+            click.echo(f"{key:<16} {data[key]}")
+        for name, spec in e.pins.items():
+            click.echo(f"pin              {name}{spec}")
+        click.echo(f"architectures    {len(e.architectures)}:")
+        for arch in sorted(e.architectures):
+            click.echo(f"  {arch}")
+        return
+    if as_json:
+        emit_json({
+            "engines": [{"version": e.version, "torch": e.torch, "cuda": e.cuda, "requires_python": e.requires_python,
+                         "architectures": len(e.architectures)} for e in m.engines],
+            "cuda": [{"version": c.version, "min_driver": c.min_driver, "sm": list(c.sm)} for c in m.cuda],
+            "gpus": [{"name": g.name, "compute_capability": g.compute_capability, "memory_mib": g.memory_mib,
+                      "aliases": list(g.aliases)} for g in m.gpus],
+        })
+        return
+    click.echo(f"{'sglang':<14}{'torch':<10}{'cuda':<6}{'python':<12}{'glibc':<7}architectures")
+    for e in m.engines:
+        click.echo(f"{e.version:<14}{e.torch or '-':<10}{e.cuda or '-':<6}{e.requires_python or '-':<12}"
+                   f"{e.glibc or '-':<7}{len(e.architectures)}")
+    click.echo("")
+    click.echo(f"{'cuda':<6}{'min driver':<12}sm")
+    for c in m.cuda:
+        click.echo(f"{c.version:<6}{c.min_driver:<12}{' '.join(c.sm)}")
+    click.echo("")
+    click.echo(f"{'gpu':<36}{'sm':<6}{'MiB':>8}  aliases")
+    for g in m.gpus:
+        click.echo(f"{g.name:<36}{g.compute_capability:<6}{g.memory_mib:>8}  {', '.join(g.aliases)}")
+
+
+@matrix.command("validate")
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@options.json_output
+def matrix_validate(file: str | None, as_json: bool) -> None:
+    """Validate a matrix file, reporting every problem with file:line and path."""
+    from imgbuild.errors import MatrixError
+
+    try:
+        m = load_matrix(file)
+    except MatrixError as exc:
+        if as_json:
+            emit_json({"valid": False, "problems": exc.problems})
+        else:
+            for problem in exc.problems:
+                click.echo(problem, err=True)
+        raise
+    summary = {"valid": True, "file": str(m.path), "engines": len(m.engines), "cuda": len(m.cuda), "gpus": len(m.gpus),
+               "features": len(m.features), "known_issues": len(m.known_issues)}
+    if as_json:
+        emit_json(summary)
+    else:
+        click.echo(f"{m.path}: valid ({len(m.engines)} engines, {len(m.cuda)} CUDA versions, {len(m.gpus)} GPUs, "
+                   f"{len(m.features)} features, {len(m.known_issues)} known issues)")
+

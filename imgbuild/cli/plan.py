@@ -1,0 +1,69 @@
+"""plan: will these launch flags fit, before anything loads?"""
+
+from __future__ import annotations
+
+import click
+
+from imgbuild.cli import options
+from imgbuild.cli.app import cli, emit_json, load_matrix
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="MODEL [-- FLAGS...]")
+@options.gpu_target
+@options.sglang_version
+@options.launch_command
+@options.launch_command_file
+@options.no_suggest
+@options.matrix_file
+@options.json_output
+def plan(
+    args: tuple[str, ...],
+    gpu: str | None,
+    sglang: str | None,
+    command: str | None,
+    command_file: str | None,
+    no_suggest: bool,
+    matrix_path: str | None,
+    as_json: bool,
+) -> None:
+    """Will these launch flags fit, by SGLang's own memory accounting, before anything loads?
+
+    imgbuild plan MODEL [--gpu NAME[xN]] [--sglang V] -- --tp 2 --mem-fraction-static 0.85 ...
+
+    Exit 0 fits, 1 does not fit or SGLang refuses the flags, 2 bad input, 3 no GPUs to read.
+    """
+    from pathlib import Path
+
+    from imgbuild.adapters.hub import hub_for
+    from imgbuild.errors import NegativeVerdict, UsageError
+    from imgbuild.flows.plan import PlanOptions, plan_launch, plan_lines
+    from imgbuild.knowledge.launchflags import split_command
+
+    if command and command_file:
+        raise UsageError("give --command or --command-file, not both")
+    if command_file:
+        command = Path(command_file).read_text(encoding="utf-8")
+    words = list(args)
+    model = words.pop(0) if words and not words[0].startswith("-") else None
+    if words and words[0] == "--":
+        words.pop(0)
+    matrix = load_matrix(matrix_path)
+    probe = None
+    if not gpu:  # the live GPUs: NVML is loaded only then
+        from imgbuild.adapters.gpus import default_probe
+
+        probe = default_probe()
+    source = model or (split_command(command).model_path if command else None)
+    hub = hub_for(source) if source else None
+    opts = PlanOptions(model=model, flags=tuple(words), command=command, gpu=gpu, sglang=sglang, suggest=not no_suggest)
+    result = plan_launch(opts, matrix=matrix, probe=probe, hub=hub)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        for line in plan_lines(result):
+            click.echo(line)
+    if not result.fits:
+        first = result.problems[0] if result.problems else result.verdict
+        raise NegativeVerdict(f"{result.verdict}: {first}")
+
