@@ -197,7 +197,7 @@ def certify_host(eng: Any, image: str, *, env: Mapping[str, str] | None = None,
     if snapshot:
         return CertifyHost(default_probe(), f"snapshot:{snapshot}", remote is not None)
     if remote:
-        from imgbuild.flows.certify import ContainerGpuProbe
+        from imgbuild.adapters.containers import ContainerGpuProbe
 
         return CertifyHost(ContainerGpuProbe(eng, image), f"nvidia-smi on {remote}", True)
     return CertifyHost(local_probe if local_probe is not None else default_probe(), "nvml", False)
