@@ -120,3 +120,35 @@ def test_split_command_finds_model_and_flags(command: str, model: str, flags: tu
 def test_split_command_without_launch_server_is_a_usage_error() -> None:
     with pytest.raises(UsageError):
         split_command("python train.py --tp 2")
+
+
+# SGLang's own argparse actions that take no value (server_args.py DeprecatedAction,
+# DeprecatedStoreTrueAction; argparse.BooleanOptionalAction); each outcome was checked against
+# SGLang 0.5.11's prepare_server_args (tests/oracle/sglang_parse.py).
+NO_VALUE_CASES = [
+    ("boolean-optional-on", "0.5.11", ["--lora-strict-loading"], "lora_strict_loading", True),
+    ("boolean-optional-off", "0.5.11", ["--no-record-nolora-graph"], "record_nolora_graph", False),
+    ("deprecated-store-true", "0.5.11", ["--stream-output"], "incremental_streaming_output", True),
+    ("deprecated-no-op", "0.5.11", ["--enable-piecewise-cuda-graph"], "enable_piecewise_cuda_graph", None),
+    ("deprecated-store-true-0.5.23", "0.5.23", ["--disable-cuda-graph"], "disable_cuda_graph", True),
+]
+
+
+@pytest.mark.parametrize(("version", "argv", "dest", "value"), [c[1:] for c in NO_VALUE_CASES],
+                         ids=[c[0] for c in NO_VALUE_CASES])
+def test_sglang_actions_without_a_value_parse_as_sglang_does(server_args, version, argv, dest, value) -> None:
+    assert parse(server_args, version, argv).values.get(dest) == value
+
+
+@pytest.mark.parametrize("argv", [["--enable-piecewise-cuda-graph", "1"], ["--record-nolora-graph", "1"]],
+                         ids=["deprecated-with-value", "boolean-optional-with-value"])
+def test_a_value_after_a_flag_that_takes_none_is_refused(server_args, argv: list[str]) -> None:
+    with pytest.raises(UsageError, match="unexpected argument '1'"):
+        parse(server_args, "0.5.11", argv)
+
+
+def test_an_ambiguous_prefix_names_every_candidate_like_argparse(server_args) -> None:
+    with pytest.raises(UsageError) as err:
+        parse(server_args, "0.5.11", ["--enable-h"])
+    assert str(err.value).startswith(
+        "ambiguous option: --enable-h could match --enable-hierarchical-cache, --enable-hisparse, --enable-http2")

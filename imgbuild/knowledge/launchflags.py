@@ -247,8 +247,10 @@ def parse_flags(
         if not spec.takes_value:
             if eq:
                 raise UsageError(f"{name}: takes no value (got {word!r})")
-            parsed.values[spec.dest] = spec.action != "store_false"
-            parsed.explicit.add(spec.dest)
+            value = spec.value_when_given(name)
+            if value is not None:
+                parsed.values[spec.dest] = value
+                parsed.explicit.add(spec.dest)
             continue
         if eq:
             raw_values = [inline]
@@ -281,6 +283,13 @@ def _lookup_flag(
     prefixed = {s.dest: f for f, s in flags.items() if f.startswith(name) and f.startswith("--")}
     if len(prefixed) == 1 and len(name) > 3:
         return flags[next(iter(prefixed.values()))]
+    if len(prefixed) > 1 and len(name) > 3:
+        # argparse's own refusal (_parse_optional): every option string the prefix matches
+        matches = sorted(f for f in flags if f.startswith(name) and f.startswith("--"))
+        raise UsageError(
+            f"ambiguous option: {name} could match {', '.join(matches)}",
+            hint="spell the flag out in full",
+        )
     raise _unknown_flag(name, flags, version, others)
 
 

@@ -24,6 +24,14 @@ DATA_PATH = Path(__file__).resolve().parents[1] / "data" / "server_args.json"
 ENV_PATH = "IMGBUILD_SERVER_ARGS"
 
 
+# Actions that take no value. BooleanOptionalAction (argparse), DeprecatedAction and
+# DeprecatedStoreTrueAction (sglang/srt/server_args.py, nargs=0) are SGLang's own.
+_NO_VALUE_ACTIONS = frozenset({
+    "store_true", "store_false", "store_const", "count", "help", "version",
+    "BooleanOptionalAction", "DeprecatedAction", "DeprecatedStoreTrueAction", "DeprecatedStoreConstAction",
+})
+
+
 @dataclass(frozen=True)
 class FlagSpec:
     """One ``parser.add_argument`` call of SGLang's ServerArgs.add_cli_args."""
@@ -39,7 +47,18 @@ class FlagSpec:
 
     @property
     def takes_value(self) -> bool:
-        return self.action not in ("store_true", "store_false", "store_const", "count", "help", "version")
+        return self.action not in _NO_VALUE_ACTIONS
+
+    def value_when_given(self, name: str) -> Any:
+        """What a flag that takes no value stores when ``name`` (one of its spellings) is given.
+        None: it stores nothing (SGLang's DeprecatedAction only warns)."""
+        if self.action == "BooleanOptionalAction":
+            return not name.startswith("--no-")  # argparse: --x stores True, --no-x False
+        if self.action in ("DeprecatedAction", "DeprecatedStoreConstAction"):
+            # DeprecatedStoreConstAction (0.5.14+ arg_groups/argparse_actions.py) writes a value
+            # onto another flag's field, which the extracted table does not record
+            return None
+        return self.action != "store_false"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FlagSpec:
