@@ -14,6 +14,7 @@ from typing import Any, Mapping
 import pytest
 import yaml
 
+from imgbuild.cli.make import exit_code_of
 from imgbuild.errors import EnvironmentUnavailable, NegativeVerdict
 from imgbuild.flows.make import MakeOptions, NotApplicable, StateStore, Step, gpu_queues, run_make, summary_lines
 from imgbuild.knowledge.recipe import TargetSpec
@@ -79,7 +80,7 @@ def test_a_second_make_skips_every_step_whose_inputs_did_not_change(tmp_path: Pa
     summary = make(ws, state, a, b)
     assert ws.runs == []
     assert {e["status"] for o in summary.outcomes for e in o.steps.values()} == {"skipped-same"}
-    assert summary.exit_code() == 0
+    assert exit_code_of(summary) == 0
 
 
 def test_a_changed_input_reruns_that_target_only(tmp_path: Path) -> None:
@@ -94,7 +95,7 @@ def test_after_a_failure_the_next_make_resumes_at_the_failed_step(tmp_path: Path
     ws, state = Workshop(tmp_path / "work"), StateStore(tmp_path / "state")
     ws.fail.add(("a", "build"))
     first = make(ws, state, target("a"))
-    assert first.outcomes[0].failed_step == "build" and first.exit_code() == 1
+    assert first.outcomes[0].failed_step == "build" and exit_code_of(first) == 1
     assert "certify" not in first.outcomes[0].steps  # nothing after the failure ran
     assert any("a: build failed: build of a failed" in line for line in summary_lines(first))
     ws.fail.clear()
@@ -158,7 +159,7 @@ def test_targets_on_different_gpu_sets_build_in_parallel_and_one_set_in_turn(tmp
     summary = make(ws, state, *targets)
     assert sorted(met) == ["a6000-1", "l4-1"]
     assert summary.queues == {"rtx a6000x2": ["a6000-1", "a6000-2"], "l4x1": ["l4-1", "l4-2"]}
-    assert summary.exit_code() == 0
+    assert exit_code_of(summary) == 0
 
 
 def test_exit_code_is_the_worst_failure(tmp_path: Path) -> None:
@@ -170,7 +171,7 @@ def test_exit_code_is_the_worst_failure(tmp_path: Path) -> None:
 
     ws.hooks["build"] = no_engine
     ws.fail.add(("a", "build"))
-    assert make(ws, state, target("a"), target("b", gpus="L4x1")).exit_code() == 3
+    assert exit_code_of(make(ws, state, target("a"), target("b", gpus="L4x1"))) == 3
 
 
 def test_queues_group_targets_by_gpu_set_ignoring_case_and_spaces() -> None:
@@ -297,3 +298,125 @@ def test_make_until_render_loads_neither_docker_nor_httpx(tmp_path: Path) -> Non
             "print(json.dumps(sorted(m for m in ('docker', 'httpx', 'pynvml') if m in sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+# ---------------------------------------------------------------- make's certify on a remote DOCKER_HOST
+
+
+class TcpToDockerSocket:
+    """dockerd's unix socket served on a TCP port of this machine, counting connections, so
+    DOCKER_HOST can name the real engine as tcp://HOSTNAME:PORT (what a remote engine looks like)."""
+
+    def __init__(self, socket_path: str) -> None:
+        import socket
+
+        self.socket_path = socket_path
+        self.connections = 0
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))  # the port is chosen by the server that uses it
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            self.connections += 1
+            upstream = socket.socket(socket.AF_UNIX)
+            upstream.connect(self.socket_path)
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: Any, dst: Any) -> None:
+        import socket
+
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def standin_image(eng: Any, base: str) -> str:
+    """tests/standin (an SGLang that answers like one, on CPU) on the test base, built on ``eng``."""
+    import io
+    import tarfile
+
+    standin = ROOT / "tests" / "standin"
+    files = {p.relative_to(standin).as_posix(): p.read_bytes() for p in sorted((standin / "sglang").rglob("*.py"))}
+    files["Dockerfile"] = (
+        f"FROM {base}\nCOPY sglang /opt/standin/sglang\nENV PYTHONPATH=/opt/standin PYTHONUNBUFFERED=1\n"
+        'LABEL io.imgbuild.cuda="13.0" io.imgbuild.target="standin-sglang" io.imgbuild.sm="7.5,8.0,8.6,9.0,10.0,12.0"\n'
+    ).encode()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    image, _ = eng.client.images.build(fileobj=buf, custom_context=True, tag="imgbuild-test/make-remote-standin:1", rm=True)
+    return "imgbuild-test/make-remote-standin:1"
+
+
+@pytest.mark.docker
+def test_make_certifies_on_the_engine_docker_host_names_even_a_remote_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docker_engine: Any, test_base_ref: str) -> None:
+    """DOCKER_HOST=tcp://HOST:PORT (not loopback by name) is a remote engine to make as to
+    `imgbuild certify`: make reaches the engine through that URL, and certify's HTTP checks run
+    inside the server container (the published port is on the engine's host, not here)."""
+    import socket
+
+    from imgbuild.adapters import engine
+    from imgbuild.adapters.certstore import CertStore
+    from imgbuild.flows.make import StepSettings, default_steps
+    from imgbuild.knowledge.matrix import load_matrix
+
+    image = standin_image(docker_engine, test_base_ref)
+    local = os.environ.get("DOCKER_HOST", "unix:///run/imgbuild-docker.sock")
+    if not local.startswith("unix://"):
+        pytest.skip(f"the test engine is not on a unix socket here: {local}")
+    proxy = TcpToDockerSocket(local.removeprefix("unix://"))
+    try:
+        monkeypatch.setenv("DOCKER_HOST", f"tcp://{socket.gethostname()}:{proxy.port}")
+        monkeypatch.setenv("IMGBUILD_GPU_SNAPSHOT", str(ROOT / "tests" / "data" / "gpus" / "a6000x2-clean.json"))
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # the GPU locks
+        model = tmp_path / "model"
+        model.mkdir()
+        (model / "config.json").write_text(json.dumps({
+            "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024,
+            "num_hidden_layers": 8, "num_attention_heads": 8, "num_key_value_heads": 8, "head_dim": 128,
+            "vocab_size": 32000, "max_position_embeddings": 32768}))
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]  # certify publishes it; with a remote engine nothing here binds it
+        settings = StepSettings(
+            matrix=load_matrix(), locks_dir=ROOT / "locks", render_dir=tmp_path / "contexts",
+            model_dirs={"test/standin": str(model)}, certify_attach_gpus=False, certify_timeout_s=120,
+            certify_port=port, certify_environment={"STANDIN_STEP_S": "0.05"}, store_dir=tmp_path / "certs")
+        steps = {s.name: s for s in default_steps(settings, connect_engine=lambda: engine.connect(timeout_s=60))}
+        spec = target("standin-remote", model="test/standin", launch_flags=tuple(SEED_FLAGS))
+        detail, result = steps["certify"].run(spec, {"build": {"image": image}})
+    finally:
+        proxy.close()
+    cert = CertStore(tmp_path / "certs").load(result["id"])
+    assert result["verdict"] == "pass-unattested", detail
+    assert proxy.connections > 0  # the engine was reached through DOCKER_HOST's URL
+    assert any(n.startswith("port check skipped: the engine is remote") for n in cert["preflight_notes"])
+    assert cert["generation"]["deterministic"]
