@@ -618,6 +618,10 @@ def start_server_container(engine: Engine, spec: ServerContainerSpec) -> str:
             hint=("GPUs need the NVIDIA container toolkit on the engine host (certify --no-gpus runs a "
                   "stand-in image without them)") if spec.gpu_uuids else None,
         ) from exc
+    except docker.errors.DockerException as exc:
+        if container is not None:
+            remove_container(engine, container.id)
+        raise _no_engine(exc) from exc
     return str(container.id)
 
 
@@ -628,6 +632,8 @@ def follow_container_log(engine: Engine, container_id: str) -> Iterator[str]:
         stream = engine.api.logs(container_id, stream=True, follow=True, stdout=True, stderr=True)
     except docker.errors.APIError as exc:
         raise EnvironmentUnavailable(f"cannot read the log of {container_id[:12]}: {exc}") from exc
+    except docker.errors.DockerException as exc:
+        raise _no_engine(exc) from exc
     pending = b""
     try:
         for chunk in stream:
@@ -650,6 +656,8 @@ def container_state(engine: Engine, container_id: str) -> tuple[str, int | None]
         return "gone", None
     except docker.errors.APIError as exc:
         raise EnvironmentUnavailable(f"cannot inspect {container_id[:12]}: {exc}") from exc
+    except docker.errors.DockerException as exc:
+        raise _no_engine(exc) from exc
     status = str(state.get("Status", "unknown"))
     return status, (int(state["ExitCode"]) if status in ("exited", "dead") else None)
 
@@ -663,6 +671,8 @@ def remove_container(engine: Engine, container_id: str, *, stop_timeout_s: int =
         return True
     except docker.errors.APIError:
         pass  # already stopping or dead; remove(force) below settles it
+    except docker.errors.DockerException as exc:
+        raise _no_engine(exc) from exc
     try:
         engine.api.remove_container(container_id, force=True, v=True)
     except docker.errors.NotFound:
@@ -670,6 +680,8 @@ def remove_container(engine: Engine, container_id: str, *, stop_timeout_s: int =
     except docker.errors.APIError as exc:
         if "already in progress" not in str(exc):
             return False
+    except docker.errors.DockerException as exc:
+        raise _no_engine(exc) from exc
     return container_state(engine, container_id)[0] == "gone"
 
 
@@ -680,6 +692,8 @@ def containers_labelled(engine: Engine, label: str, value: str | None = None) ->
         return [c["Id"] for c in engine.api.containers(all=True, filters={"label": selector})]
     except docker.errors.APIError as exc:
         raise EnvironmentUnavailable(f"cannot list containers: {exc}") from exc
+    except docker.errors.DockerException as exc:
+        raise _no_engine(exc) from exc
 
 
 def image_entrypoint(engine: Engine, ref: str) -> tuple[str, ...]:
