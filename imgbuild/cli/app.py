@@ -5,21 +5,23 @@ Exit codes, the same for every command: 0 yes / done; 1 a negative verdict;
 Results go to stdout (text, or JSON with --json); progress and errors to stderr.
 
 The command modules (check, matrix, plan, diagnose, certify, publish, build, make)
-add their commands to ``cli``. They import their flows and adapters inside the
-command functions, so that ``imgbuild check`` or ``plan`` starts without loading
-docker, httpx or pynvml (tests/test_layers.py).
+add their commands to ``cli``. They import flows, adapters and knowledge modules
+inside the command functions, so that ``imgbuild check`` or ``plan`` starts without
+loading docker, httpx or pynvml (tests/test_layers.py) and each command loads only
+what it uses; the standard library, click and imgbuild.errors are imported at the top.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
 from imgbuild import __version__
-from imgbuild.errors import ImgbuildError, NegativeVerdict
+from imgbuild.errors import ImgbuildError, NegativeVerdict, UsageError
 
 if TYPE_CHECKING:
     from imgbuild.knowledge.matrix import Matrix
@@ -41,6 +43,16 @@ def load_matrix(matrix_path: str | None) -> Matrix:
 
 def gib(n_bytes: int | None) -> str:
     return "?" if n_bytes is None else f"{n_bytes / 2**30:.1f} GiB"
+
+
+def split_flags(flags_text: str | None) -> tuple[str, ...] | None:
+    """--flags 'A B' as words; None when not given (the target's, or the image's recipe)."""
+    if flags_text is None:
+        return None
+    try:
+        return tuple(shlex.split(flags_text))
+    except ValueError as exc:
+        raise UsageError(f"--flags: {exc}") from None
 
 
 def show_failed_step(exc: Any) -> None:

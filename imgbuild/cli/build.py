@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
 from imgbuild.cli import options
-from imgbuild.cli.app import build_progress, cli, emit_json, load_matrix, progress, show_failed_step
+from imgbuild.cli.app import build_progress, cli, emit_json, load_matrix, progress, show_failed_step, split_flags
 from imgbuild.errors import ImgbuildError, NegativeVerdict
 
 if TYPE_CHECKING:
@@ -26,7 +28,6 @@ def target_options(func: Callable[..., Any]) -> Callable[..., Any]:
 def resolve_request(matrix_path: str | None, target_name: str | None, base_ref: str | None,
                     cl: dict[str, Any]) -> RecipeInputs:
     """The RecipeInputs of TARGET, or of the target --engine ... describes (flows.targets)."""
-    from imgbuild.cli.certify import split_flags
     from imgbuild.flows.targets import TargetRequest, resolve_target
 
     request = TargetRequest(
@@ -46,8 +47,6 @@ def resolve_request(matrix_path: str | None, target_name: str | None, base_ref: 
 @options.json_output
 def render(target_name: str | None, out_dir: str | None, base_ref: str | None, matrix_path: str | None, as_json: bool, **cl: Any) -> None:
     """Write TARGET's Dockerfile, lock and build context; the same inputs give the same bytes."""
-    from pathlib import Path
-
     from imgbuild.knowledge.render import render_context, write_context
 
     inputs = resolve_request(matrix_path, target_name, base_ref, cl)
@@ -93,8 +92,6 @@ def build(
     **cl: Any,
 ) -> None:
     """Build TARGET's image through the Docker engine (skipped when its recipe digest exists)."""
-    from pathlib import Path
-
     from imgbuild.adapters import engine as engine_mod
     from imgbuild.flows.build import BuildOptions, build_image
     from imgbuild.flows.targets import default_repository
@@ -155,9 +152,6 @@ def lock(
     as_json: bool,
 ) -> None:
     """Hash-pin ENGINE's whole dependency set for Linux x86_64 and aarch64 into locks/, as of ENGINE's release."""
-    from dataclasses import replace
-    from pathlib import Path
-
     from imgbuild.adapters import uvlock as lock_mod
     from imgbuild.knowledge import render
 
@@ -211,8 +205,6 @@ def lock(
 @options.json_output
 def verify_repro_cmd(image: str, ca_bundle: str | None, pip_index_url: str | None, keep: bool, matrix_path: str | None, as_json: bool) -> None:
     """Rebuild IMAGE without cache and compare its environment: identical, or the differences (exit 1)."""
-    from pathlib import Path
-
     from imgbuild.adapters import engine as engine_mod
     from imgbuild.flows.repro import ReproOptions, verify_repro
     from imgbuild.knowledge.render import bases_of

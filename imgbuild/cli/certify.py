@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
+import signal
 from contextlib import contextmanager
 from typing import Iterator
 
 import click
 
 from imgbuild.cli import options
-from imgbuild.cli.app import cli, emit_json, load_matrix, progress
-
-
-def split_flags(flags_text: str | None) -> tuple[str, ...] | None:
-    """--flags 'A B' as words; None when not given (the target's, or the image's recipe)."""
-    import shlex
-
-    from imgbuild.errors import UsageError
-
-    if flags_text is None:
-        return None
-    try:
-        return tuple(shlex.split(flags_text))
-    except ValueError as exc:
-        raise UsageError(f"--flags: {exc}") from None
+from imgbuild.cli.app import cli, emit_json, load_matrix, progress, split_flags
+from imgbuild.errors import UsageError
 
 
 def env_pairs_of(pairs: tuple[str, ...]) -> dict[str, str]:
-    from imgbuild.errors import UsageError
-
     bad = [p for p in pairs if "=" not in p or p.startswith("=")]
     if bad:
         raise UsageError(f"--env {bad[0]!r}: expected KEY=VALUE")
@@ -37,8 +23,6 @@ def env_pairs_of(pairs: tuple[str, ...]) -> dict[str, str]:
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM raises KeyboardInterrupt while certify runs, so its teardown runs on the way out."""
-    import signal
-
     def on_sigterm(signum: int, frame: object) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the teardown short
         raise KeyboardInterrupt

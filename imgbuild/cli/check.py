@@ -8,6 +8,7 @@ import click
 
 from imgbuild.cli import options
 from imgbuild.cli.app import cli, emit_json, gib, load_matrix
+from imgbuild.errors import NegativeVerdict
 
 
 @cli.command()
@@ -73,7 +74,6 @@ def check(
     Exit 0 supported, 1 not supported, 2 bad input, 3 environment unavailable.
     """
     from imgbuild.adapters.hub import hub_for
-    from imgbuild.errors import NegativeVerdict
     from imgbuild.flows.check import CheckOptions, check_model
 
     matrix = load_matrix(matrix_path)

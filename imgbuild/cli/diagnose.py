@@ -6,6 +6,7 @@ import click
 
 from imgbuild.cli import options
 from imgbuild.cli.app import cli, emit_json
+from imgbuild.errors import UsageError
 
 
 @cli.command()
@@ -17,7 +18,6 @@ def diagnose(logfile: str, as_json: bool) -> None:
     Exit 0 when the log shows no failure, 1 when it shows one (classified, or
     'unknown'), 2 when the file cannot be read.
     """
-    from imgbuild.errors import UsageError
     from imgbuild.knowledge.triage import diagnose_log
 
     try:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from imgbuild.cli import options
 from imgbuild.cli.app import cli, emit_json, load_matrix, progress
+from imgbuild.cli.publish import registry_client
+from imgbuild.errors import UsageError
 
 if TYPE_CHECKING:
     from imgbuild.flows.make import MakeSummary
@@ -22,7 +27,6 @@ def exit_code_of(summary: MakeSummary) -> int:
 
 
 def _make_targets(names: tuple[str, ...], all_targets: bool, matrix: Matrix) -> tuple[TargetSpec, ...]:
-    from imgbuild.errors import UsageError
     from imgbuild.knowledge.render import find_target, targets_of
 
     if all_targets and names:
@@ -35,8 +39,6 @@ def _make_targets(names: tuple[str, ...], all_targets: bool, matrix: Matrix) -> 
 
 
 def _model_dirs(pairs: tuple[str, ...]) -> dict[str, str]:
-    from imgbuild.errors import UsageError
-
     out = {}
     for pair in pairs:
         model, sep, directory = pair.partition("=")
@@ -83,10 +85,7 @@ def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bo
     certify in parallel. Ends with a summary table. Exit 0 all done, else the exit
     code of the worst failure (1 a negative verdict, 2 bad input, 3 no engine/registry).
     """
-    from pathlib import Path
-
     from imgbuild.adapters.registry import parse_reference
-    from imgbuild.cli.publish import registry_client
     from imgbuild.flows import make as make_mod
     from imgbuild.flows.targets import locks_dir_of
 
@@ -128,10 +127,6 @@ def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bo
 @options.json_output
 def report(out_dir: str, state_dir: str | None, store_dir: str | None, matrix_path: str | None, as_json: bool) -> None:
     """Write a static HTML page of the matrix: every target, its status and its certificate."""
-    import os
-    from datetime import datetime, timezone
-    from pathlib import Path
-
     from imgbuild.flows import make as make_mod
     from imgbuild.flows.publish import load_certificates
     from imgbuild.knowledge import report as report_mod

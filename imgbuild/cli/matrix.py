@@ -6,6 +6,7 @@ import click
 
 from imgbuild.cli import options
 from imgbuild.cli.app import cli, emit_json, load_matrix
+from imgbuild.errors import MatrixError
 
 
 @cli.group()
@@ -63,8 +64,6 @@ def matrix_show(engine_version: str | None, matrix_path: str | None, as_json: bo
 @options.json_output
 def matrix_validate(file: str | None, as_json: bool) -> None:
     """Validate a matrix file, reporting every problem with file:line and path."""
-    from imgbuild.errors import MatrixError
-
     try:
         m = load_matrix(file)
     except MatrixError as exc:

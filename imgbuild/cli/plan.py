@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from imgbuild.cli import options
 from imgbuild.cli.app import cli, emit_json, load_matrix
+from imgbuild.errors import NegativeVerdict, UsageError
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
@@ -33,10 +36,7 @@ def plan(
 
     Exit 0 fits, 1 does not fit or SGLang refuses the flags, 2 bad input, 3 no GPUs to read.
     """
-    from pathlib import Path
-
     from imgbuild.adapters.hub import hub_for
-    from imgbuild.errors import NegativeVerdict, UsageError
     from imgbuild.flows.plan import PlanOptions, plan_launch, plan_lines
     from imgbuild.knowledge.launchflags import split_command
 

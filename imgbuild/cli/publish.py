@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from imgbuild.cli import options
 from imgbuild.cli.app import cli, emit_json, load_matrix, progress
-from imgbuild.errors import ImgbuildError
+from imgbuild.errors import ImgbuildError, NegativeVerdict, UsageError
 
 if TYPE_CHECKING:
     from imgbuild.adapters.registry import RegistryClient
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
 
 def registry_client(host: str, username: str | None, password_stdin: bool, registry_ca: str | None) -> RegistryClient:
     """A client for ``host`` with the credentials of --username/--password-stdin, else the Docker config's."""
-    from imgbuild.errors import UsageError
     from imgbuild.adapters.registry import Credentials, RegistryClient, docker_config_credentials
 
     if password_stdin and not username:
@@ -51,8 +51,6 @@ def publish(source: str, destination: str, allow_uncertified: bool, username: st
     Exit 0 published (or already there), 1 no passing certificate, 2 bad input,
     3 no engine, registry unreachable or credentials refused.
     """
-    from pathlib import Path
-
     from imgbuild.adapters import engine as engine_mod
     from imgbuild.adapters.registry import parse_reference
     from imgbuild.flows.publish import PublishOptions, load_certificates, publish_image
@@ -93,7 +91,6 @@ def verify(reference: str, target_name: str | None, require_attested: bool, user
     Exit 0 certified (for --for TARGET when given), 1 not certified, 2 bad input, 3 registry unavailable.
     """
     from imgbuild.adapters.registry import parse_reference
-    from imgbuild.errors import NegativeVerdict
     from imgbuild.flows.publish import VerifyOptions, verify_image
 
     want = _target_want(target_name, matrix_path) if target_name else None
