@@ -78,9 +78,8 @@ matrix_file = click.option(
 gpu_target = stack(
     click.option(
         "--gpu", "gpu", default=None, metavar="NAME[xN]", callback=_main("gpu"),
-        help="The GPUs, e.g. 'RTX A6000x2' or 'h100-sxm x8' (check, plan: plan for GPUs you are not on, "
-             "default the live GPUs via NVML; certify: certify on them, default the target's; "
-             "render, build: the GPUs the image is meant for, recorded).",
+        help="The GPUs, e.g. 'RTX A6000x2' or 'h100-sxm x8' (check and plan: default the live GPUs "
+             "via NVML; certify: default the target's; render and build: recorded in the image).",
     ),
     alias("--gpus", dest="gpu", default=None, metavar="NAME[xN]"),
 )
