@@ -404,3 +404,24 @@ def test_replanning_reuses_the_weight_split_only_for_the_same_geometry() -> None
     fewer_layers = replace(g, num_layers=g.num_layers - 4, linear_attention_layers=g.linear_attention_layers - 4)
     assert plan_memory(replace(inp, geometry=fewer_layers)).weights_gib < first.weights_gib
     assert plan_memory(replace(inp, geometry=replace(g))) == first
+
+
+# mem_fraction_static defaults SGLang 0.5.11's own parser resolved on 2 x RTX A6000, TP 2
+# (tests/oracle/sglang_parse.py on the real wheel): what the reserve counts differs by flag.
+MFS_CASES = [
+    ("no-flags", [], 0.79344890625),
+    ("disable-cuda-graph-still-reserves-graphs", ["--disable-cuda-graph"], 0.79344890625),
+    ("cuda-graph-bs-list-sets-the-max", ["--cuda-graph-bs", "4"], 0.794373671875),
+    ("chunked-prefill-off-reserves-max-prefill", ["--chunked-prefill-size", "-1"], 0.446661796875),
+]
+
+
+@pytest.mark.parametrize(("flags", "mfs"), [c[1:] for c in MFS_CASES], ids=[c[0] for c in MFS_CASES])
+def test_default_mem_fraction_matches_sglang_0_5_11_parser(flags: list[str], mfs: float) -> None:
+    from imgbuild.flows.plan import PlanOptions, plan_launch
+    from imgbuild.knowledge.matrix import load_matrix
+
+    opts = PlanOptions(model=str(ROOT / "examples/qwen3.6-27b"), flags=("--tp", "2", *flags), gpu="RTX A6000x2",
+                       sglang="0.5.11", suggest=False)
+    result = plan_launch(opts, matrix=load_matrix(), probe=None, hub=None)
+    assert result.plan.mem_fraction_static == pytest.approx(mfs, abs=1e-9)

@@ -244,6 +244,8 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         mem_fraction_static=launch.mem_fraction_static,
         chunked_prefill_size=v.get("chunked_prefill_size"),
         cuda_graph_max_bs=v.get("cuda_graph_max_bs"),
+        cuda_graph_bs=tuple(int(b) for b in v["cuda_graph_bs"]) if v.get("cuda_graph_bs") else None,
+        max_prefill_tokens=int(v.get("max_prefill_tokens") or 16384),
         disable_cuda_graph=bool(v.get("disable_cuda_graph")),
         piecewise_cuda_graph=piecewise,
         max_running_requests=launch.max_running_requests,

@@ -365,6 +365,8 @@ class MemoryInputs:
     mem_fraction_static: float | None = None
     chunked_prefill_size: int | None = None
     cuda_graph_max_bs: int | None = None
+    cuda_graph_bs: tuple[int, ...] | None = None  # --cuda-graph-bs
+    max_prefill_tokens: int = 16384
     disable_cuda_graph: bool = False
     piecewise_cuda_graph: bool | None = None  # None: the version's default for this model
     max_running_requests: int | None = None
@@ -470,8 +472,11 @@ def default_mem_fraction_static(inp: MemoryInputs, *, chunked: int, graph_bs: in
     gpu_mem = inp.gpu_total_mib
     if gpu_mem is None:
         return 0.88 if rules.era != "0.5.14" else 0.95
-    reserved = 512.0 + max(chunked if chunked > 0 else 0, 2048) * 1.5
-    if not inp.disable_cuda_graph:
+    # chunked prefill off (-1): the activations of a whole max_prefill_tokens prefill
+    reserved = 512.0 + max(chunked if chunked > 0 else inp.max_prefill_tokens, 2048) * 1.5
+    # the CUDA-graph reserve ignores --disable-cuda-graph up to 0.5.14; from 0.5.15 the
+    # reserve is skipped for a disabled graph backend (arg_groups/memory_hook.py reserve_for_graph_mb)
+    if not inp.disable_cuda_graph or _vkey(rules.version) < _vkey("0.5.15"):
         reserved += graph_bs * 2
     reserved += inp.tp_size * inp.pp_size / 8 * 1024
     if inp.enable_dp_attention:
@@ -638,6 +643,9 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     default_chunk, default_bs = graph_defaults(inp.gpu_total_mib, inp.tp_size)
     chunked = inp.chunked_prefill_size if inp.chunked_prefill_size is not None else default_chunk
     graph_bs = inp.cuda_graph_max_bs if inp.cuda_graph_max_bs is not None else default_bs
+    if inp.cuda_graph_bs and _vkey(inp.rules.version) < _vkey("0.5.14"):
+        # _handle_gpu_memory_settings: an explicit --cuda-graph-bs list sets the max (0.5.3-0.5.13)
+        graph_bs = max(inp.cuda_graph_bs)
     piecewise = _piecewise_graphs(inp)
     algo = _spec_family(inp.speculative_algorithm)
     mfs_default = inp.mem_fraction_static is None
