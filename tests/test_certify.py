@@ -413,7 +413,7 @@ Wed May  1 10:00:00 2026
 
 
 def test_nvidia_smi_output_becomes_the_hosts_gpus(matrix):
-    from imgbuild.flows.certify import parse_nvidia_smi
+    from imgbuild.adapters.containers import parse_nvidia_smi
 
     host = parse_nvidia_smi(NVIDIA_SMI_OUTPUT)
     assert (host.driver_version, host.cuda_driver_version) == ("580.126.09", "13.0")

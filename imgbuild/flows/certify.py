@@ -42,14 +42,7 @@ import httpx
 from imgbuild import __version__
 from imgbuild.adapters import engine
 from imgbuild.adapters.certstore import CertStore, new_certificate_id
-from imgbuild.adapters.containers import (  # noqa: F401 - ContainerGpuProbe, ExecTransport, parse_nvidia_smi: imported from here
-    ContainerGpuProbe,
-    ExecTransport,
-    ServerHttp,
-    ServerRequestFailed,
-    exec_client,
-    parse_nvidia_smi,
-)
+from imgbuild.adapters.containers import ServerHttp, ServerRequestFailed, exec_client
 from imgbuild.flows.check import kernels_run_on
 from imgbuild.errors import NegativeVerdict, UsageError
 from imgbuild.adapters.gpulock import GpuLock
