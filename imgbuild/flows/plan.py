@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from packaging.version import Version
+
 from imgbuild.errors import UsageError
 from imgbuild.knowledge.argchecks import first_refusal
 from imgbuild.knowledge.launchflags import LaunchCommand, LaunchConfig, parse_flags, split_command
@@ -223,6 +225,15 @@ def check_parallelism(g: ModelGeometry, launch: LaunchConfig, gpu_count: int, gp
             )
 
 
+def _decode_forces_chunk_cache(version: str, values: Any) -> bool:
+    """A decode server runs without the radix cache unless
+    --disaggregation-decode-enable-radix-cache (0.5.11+) asks for it
+    (server_args.py _handle_pd_disaggregation, 0.4.4.post2-0.5.21)."""
+    if values.get("disaggregation_mode") != "decode" or not (Version("0.4.4.post2") <= Version(version) <= Version("0.5.21")):
+        return False
+    return not values.get("disaggregation_decode_enable_radix_cache")
+
+
 def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: GpuView, model_path: str) -> MemoryInputs:
     v = launch.values
     piecewise: bool | None = None
@@ -230,6 +241,8 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         piecewise = True
     if v.get("disable_piecewise_cuda_graph"):
         piecewise = False
+    if v.get("enforce_piecewise_cuda_graph"):
+        piecewise = True  # _handle_piecewise_cuda_graph skips every auto-disable (0.5.10-0.5.13)
     draft_path = v.get("speculative_draft_model_path")
     return MemoryInputs(
         rules=rules,
@@ -258,7 +271,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         speculative_eagle_topk=v.get("speculative_eagle_topk"),
         speculative_num_draft_tokens=v.get("speculative_num_draft_tokens"),
         draft_model_external=bool(draft_path) and draft_path != model_path,
-        disable_radix_cache=launch.disable_radix_cache,
+        disable_radix_cache=launch.disable_radix_cache or _decode_forces_chunk_cache(rules.version, v),
         mamba_strategy=launch.mamba_strategy,
         mamba_ssm_dtype=v.get("mamba_ssm_dtype"),
         max_mamba_cache_size=v.get("max_mamba_cache_size"),

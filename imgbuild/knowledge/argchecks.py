@@ -84,6 +84,12 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: _int(v, "moe_data_parallel_size") > 1
              and _int(v, "tensor_parallel_size") % _int(v, "moe_data_parallel_size") != 0,
              lambda v: "AssertionError: tp_size must be divisible by moe_dp_size"),
+    ArgCheck("flashinfer-a2a-runner", "_handle_a2a_moe", "0.5.9", "0.5.12.post1",
+             lambda v: _v(v, "moe_a2a_backend") == "flashinfer" and _v(v, "moe_runner_backend", "auto") != "flashinfer_cutlass",
+             lambda v: "AssertionError: Flashinfer MoE A2A is only supported with flashinfer_cutlass moe runner backend"),
+    ArgCheck("eplb-needs-ep", "_handle_eplb_and_dispatch", "0.4.10.post2", "0.5.14",
+             lambda v: bool(_v(v, "enable_eplb")) and _int(v, "expert_parallel_size") <= 1,
+             lambda v: "AssertionError: "),  # a bare `assert self.ep_size > 1`
     ArgCheck("elastic-ep-rejoin-backend", "_handle_elastic_ep", "0.5.11", "0.5.15.post1",
              lambda v: bool(_v(v, "elastic_ep_rejoin")) and _v(v, "elastic_ep_backend") in (None, "none"),
              lambda v: "AssertionError: Elastic EP rejoin requires elastic_ep_backend to be set."),
