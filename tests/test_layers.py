@@ -73,3 +73,15 @@ def test_check_with_gpu_target_loads_neither_docker_nor_httpx_nor_pynvml() -> No
         "    pass"
     )
     assert loaded_after(code) == ["click"]
+
+
+def test_no_function_over_60_lines_without_a_reason_in_its_docstring() -> None:
+    """STYLE: a function over 60 lines says why in its docstring ("Over 60 lines because ...")."""
+    long_ones = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > 60 and "Over 60 lines" not in (ast.get_docstring(node) or ""):
+                    long_ones.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.name} ({lines} lines)")
+    assert long_ones == []

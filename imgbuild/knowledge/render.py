@@ -72,16 +72,8 @@ def lock_command(target: TargetSpec) -> str:
     return f"imgbuild lock {target.engine} --python {target.python} --arch {target.arch}"
 
 
-def resolve_inputs(
-    target: TargetSpec,
-    *,
-    bases: dict[str, BaseSpec],
-    engine: EngineSpec | None,
-    locks_dir: Path,
-    templates_dir: Path | None = None,
-) -> RecipeInputs:
-    """The inputs of one render; UsageError for a missing lock, unknown base or old glibc."""
-    validate_target(target, where=f"target {target.name}")
+def _resolve_base(target: TargetSpec, bases: dict[str, BaseSpec]) -> tuple[str, str | None]:
+    """(the base reference pinned by digest, its glibc when the matrix knows it)."""
     if is_pinned_ref(target.base):
         base_ref = target.base
         base_glibc = None  # unknown for an override: the Dockerfile checks it while building
@@ -95,6 +87,35 @@ def resolve_inputs(
     else:
         known = ", ".join(sorted(bases)) or "none"
         raise UsageError(f"target {target.name}: unknown base {target.base!r}", hint=f"bases in matrix.yaml: {known}")
+    return base_ref, base_glibc
+
+
+def _read_lock(target: TargetSpec, locks_dir: Path) -> str:
+    """The text of the target's hash lock; UsageError naming the command that makes a missing one."""
+    lock_path = locks_dir / target.lock_name()
+    try:
+        lock_text = lock_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(
+            f"target {target.name}: no lock for Python {target.python} on {target.arch} ({lock_path} is missing)",
+            hint=f"make it with `{lock_command(target)}`",
+        ) from None
+    if "--hash=sha256:" not in lock_text:
+        raise UsageError(f"{lock_path}: no --hash lines", hint="a lock must be made with --generate-hashes (imgbuild lock)")
+    return lock_text
+
+
+def resolve_inputs(
+    target: TargetSpec,
+    *,
+    bases: dict[str, BaseSpec],
+    engine: EngineSpec | None,
+    locks_dir: Path,
+    templates_dir: Path | None = None,
+) -> RecipeInputs:
+    """The inputs of one render; UsageError for a missing lock, unknown base or old glibc."""
+    validate_target(target, where=f"target {target.name}")
+    base_ref, base_glibc = _resolve_base(target, bases)
     if target.kind != "sglang":
         engine = None  # a test target installs its own packages, not the engine's stack
     if engine is not None:  # fill what the matrix knows about the engine
@@ -110,16 +131,7 @@ def resolve_inputs(
             f"target {target.name}: base {target.base} has glibc {base_glibc}, SGLang {target.engine}'s wheels need {need}",
             hint="choose a base with a newer glibc (Ubuntu 24.04 has 2.39)",
         )
-    lock_path = locks_dir / target.lock_name()
-    try:
-        lock_text = lock_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(
-            f"target {target.name}: no lock for Python {target.python} on {target.arch} ({lock_path} is missing)",
-            hint=f"make it with `{lock_command(target)}`",
-        ) from None
-    if "--hash=sha256:" not in lock_text:
-        raise UsageError(f"{lock_path}: no --hash lines", hint="a lock must be made with --generate-hashes (imgbuild lock)")
+    lock_text = _read_lock(target, locks_dir)
     template_name = TEMPLATES[target.kind]
     templates_dir = templates_dir or data_root() / "dockerfiles"
     try:
