@@ -29,10 +29,14 @@ def pytest_sessionfinish(session, exitstatus):  # noqa: ANN001, ANN201 - pytest 
 
 import os  # noqa: E402
 import socket  # noqa: E402
+import subprocess  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 
 import pytest  # noqa: E402
 
-PORT_COLLISION_MARKERS = ("address already in use", "port is already allocated")
+# docker-registry's bind error, the engine's error for a taken published port, and
+# certify's preflight refusal of a port someone listens on.
+PORT_COLLISION_MARKERS = ("address already in use", "port is already allocated", "on 127.0.0.1 is in use")
 
 
 def unused_tcp_port() -> int:
@@ -46,6 +50,18 @@ def port_collision(output: str) -> bool:
     """Whether a program's output says its port was taken (the race unused_tcp_port leaves)."""
     lowered = output.lower()
     return any(marker in lowered for marker in PORT_COLLISION_MARKERS)
+
+
+def run_on_unused_port(
+    run: Callable[[int], subprocess.CompletedProcess[str]], *, attempts: int = 3
+) -> subprocess.CompletedProcess[str]:
+    """run(port) for a command told its port; again on another port while its output says
+    the port was taken, so the race unused_tcp_port leaves cannot fail a test."""
+    for _attempt in range(attempts - 1):
+        done = run(unused_tcp_port())
+        if not port_collision(done.stdout + done.stderr):
+            return done
+    return run(unused_tcp_port())
 
 
 # --- Docker fixtures ---------------------------------------------------------------------

@@ -27,7 +27,7 @@ from imgbuild.errors import NegativeVerdict, UsageError
 from imgbuild.adapters.gpulock import GpuLock
 from imgbuild.adapters.gpus import SnapshotProbe
 from imgbuild.knowledge.matrix import load_matrix
-from conftest import unused_tcp_port
+from conftest import run_on_unused_port, unused_tcp_port
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -300,11 +300,11 @@ def test_cli_certify_then_certs_list_and_show(docker_env, standin_image, model_d
     cmd = [sys.executable, "-m", "imgbuild.cli"]
     run_env = {**os.environ, "DOCKER_HOST": env["DOCKER_HOST"], "IMGBUILD_GPU_SNAPSHOT": str(GPUS / "a6000x2-clean.json"),
                "XDG_RUNTIME_DIR": str(tmp_path)}
-    proc = subprocess.run(
-        cmd + ["certify", standin_image[0], "--gpus", "RTX A6000x2", "--model", str(model_dir), "--no-gpus",
-               "--flags", " ".join(SEED_FLAGS), "--port", str(unused_tcp_port()), "--timeout", "60", "--no-plan",
-               "--env", "STANDIN_STEP_S=0.05", "--store", str(store), "--json"],
-        capture_output=True, text=True, env=run_env, timeout=180, check=False)
+    proc = run_on_unused_port(lambda port: subprocess.run(
+            cmd + ["certify", standin_image[0], "--gpus", "RTX A6000x2", "--model", str(model_dir), "--no-gpus",
+                   "--flags", " ".join(SEED_FLAGS), "--port", str(port), "--timeout", "60", "--no-plan",
+                   "--env", "STANDIN_STEP_S=0.05", "--store", str(store), "--json"],
+            capture_output=True, text=True, env=run_env, timeout=180, check=False))
     assert proc.returncode == 0, proc.stderr
     cert = json.loads(proc.stdout)
     assert cert["verdict"] == "pass-unattested"
@@ -321,11 +321,11 @@ def test_cli_certify_fails_with_exit_1_and_the_diagnosis(docker_env, standin_ima
     env, _ = docker_env
     run_env = {**os.environ, "DOCKER_HOST": env["DOCKER_HOST"], "IMGBUILD_GPU_SNAPSHOT": str(GPUS / "a6000x2-clean.json"),
                "XDG_RUNTIME_DIR": str(tmp_path)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "imgbuild.cli", "certify", standin_image[0], "--gpus", "RTX A6000x2", "--model",
-         str(model_dir), "--no-gpus", "--flags", "--tp 2", "--port", str(unused_tcp_port()), "--no-plan",
-         "--env", "STANDIN_STEP_S=0.05", "--env", "STANDIN_FAIL=not-enough-memory", "--store", str(tmp_path / "c")],
-        capture_output=True, text=True, env=run_env, timeout=180, check=False)
+    proc = run_on_unused_port(lambda port: subprocess.run(
+            [sys.executable, "-m", "imgbuild.cli", "certify", standin_image[0], "--gpus", "RTX A6000x2", "--model",
+             str(model_dir), "--no-gpus", "--flags", "--tp 2", "--port", str(port), "--no-plan",
+             "--env", "STANDIN_STEP_S=0.05", "--env", "STANDIN_FAIL=not-enough-memory", "--store", str(tmp_path / "c")],
+            capture_output=True, text=True, env=run_env, timeout=180, check=False))
     assert proc.returncode == 1, proc.stderr
     assert "diagnosis: not-enough-memory" in proc.stdout and "imgbuild plan" in proc.stdout
 
@@ -503,10 +503,10 @@ def test_cli_certify_takes_gpus_and_flags_from_the_images_recipe(docker_env, sta
     eng.client.images.build(fileobj=io.BytesIO(buf.getvalue()), custom_context=True, tag=ref, rm=True)
     run_env = {**os.environ, "DOCKER_HOST": env["DOCKER_HOST"], "IMGBUILD_GPU_SNAPSHOT": str(GPUS / "a6000x2-clean.json"),
                "XDG_RUNTIME_DIR": str(tmp_path)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "imgbuild.cli", "certify", ref, "--model", str(model_dir), "--no-gpus", "--no-plan",
-         "--port", str(unused_tcp_port()), "--env", "STANDIN_STEP_S=0.05", "--store", str(tmp_path / "c"), "--json"],
-        capture_output=True, text=True, env=run_env, timeout=180, check=False)
+    proc = run_on_unused_port(lambda port: subprocess.run(
+            [sys.executable, "-m", "imgbuild.cli", "certify", ref, "--model", str(model_dir), "--no-gpus", "--no-plan",
+             "--port", str(port), "--env", "STANDIN_STEP_S=0.05", "--store", str(tmp_path / "c"), "--json"],
+            capture_output=True, text=True, env=run_env, timeout=180, check=False))
     assert proc.returncode == 0, proc.stderr
     cert = json.loads(proc.stdout)
     assert cert["target"]["name"] == "standin-a6000x2" and cert["target"]["gpus"] == "RTX A6000x2"
