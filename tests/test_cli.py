@@ -74,7 +74,7 @@ def test_debug_shows_the_traceback() -> None:
 def test_matrix_show_lists_engines_and_one_engine_in_full() -> None:
     table = imgbuild("matrix", "show")
     assert table.returncode == 0 and "0.5.11" in table.stdout and "RTX A6000" in table.stdout
-    one = json.loads(imgbuild("matrix", "show", "--engine", "0.5.11", "--json").stdout)
+    one = json.loads(imgbuild("matrix", "show", "--sglang", "0.5.11", "--json").stdout)
     assert one["cuda"] == "13.0" and "Qwen3_5ForConditionalGeneration" in one["architectures"]
 
 
@@ -84,7 +84,7 @@ def test_inspect_json_reports_layers_and_weights() -> None:
 
 
 def render_json(tmp_path: Path, *args: str) -> dict:
-    done = imgbuild("render", "--engine", "0.5.11", "-o", str(tmp_path / "ctx"), "--json", *args)
+    done = imgbuild("render", "--sglang", "0.5.11", "-o", str(tmp_path / "ctx"), "--json", *args)
     assert done.returncode == 0, done.stderr
     return json.loads((tmp_path / "ctx" / "recipe.json").read_text())
 
@@ -99,7 +99,8 @@ def test_an_old_option_spelling_still_works_and_means_the_same(tmp_path: Path, o
 
 @pytest.mark.parametrize(("command", "shown", "hidden"), [
     pytest.param("certify", ["--gpu NAME[xN]", "--model-dir", "--model-ref"], ["--gpus", "--model "], id="certify"),
-    pytest.param("render", ["--gpu NAME[xN]", "--model ID"], ["--gpus"], id="render"),
+    pytest.param("render", ["--gpu NAME[xN]", "--model ID", "--sglang VERSION"], ["--gpus", "--engine"], id="render"),
+    pytest.param("matrix show", ["--sglang VERSION"], ["--engine"], id="matrix-show"),
     pytest.param("publish", ["--registry-ca"], ["--ca-bundle"], id="publish"),
     pytest.param("verify", ["--registry-ca"], ["--ca-bundle"], id="verify"),
     pytest.param("make", ["--registry-ca", "--ca-bundle"], [], id="make"),
@@ -108,9 +109,16 @@ def test_an_old_option_spelling_still_works_and_means_the_same(tmp_path: Path, o
 ])
 def test_help_shows_one_name_per_option_and_hides_the_old_spellings(command: str, shown: list[str],
                                                                     hidden: list[str]) -> None:
-    text = imgbuild(command, "--help").stdout
+    text = imgbuild(*command.split(), "--help").stdout
     assert all(name in text for name in shown), text
     assert not any(name in text for name in hidden), text
+
+
+def test_an_sglang_release_is_named_by_sglang_everywhere_and_engine_still_works() -> None:
+    new = imgbuild("matrix", "show", "--sglang", "0.5.11", "--json")
+    old = imgbuild("matrix", "show", "--engine", "0.5.11", "--json")
+    assert new.returncode == old.returncode == 0 and new.stdout == old.stdout
+    assert json.loads(new.stdout)["version"] == "0.5.11"
 
 
 def test_publish_reads_the_registry_ca_under_its_old_name_too(tmp_path: Path) -> None:

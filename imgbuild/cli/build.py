@@ -27,7 +27,7 @@ def target_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def resolve_request(matrix_path: str | None, target_name: str | None, base_ref: str | None,
                     cl: dict[str, Any]) -> RecipeInputs:
-    """The RecipeInputs of TARGET, or of the target --engine ... describes (flows.targets)."""
+    """The RecipeInputs of TARGET, or of the target --sglang ... describes (flows.targets)."""
     from imgbuild.flows.targets import TargetRequest, resolve_target
 
     request = TargetRequest(

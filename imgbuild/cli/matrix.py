@@ -19,7 +19,7 @@ def matrix() -> None:
 @options.matrix_file
 @options.json_output
 def matrix_show(engine_version: str | None, matrix_path: str | None, as_json: bool) -> None:
-    """A readable table of engines (or one engine, --engine V), CUDA versions and GPUs."""
+    """A readable table of engines (or one engine, --sglang V), CUDA versions and GPUs."""
     m = load_matrix(matrix_path)
     if engine_version:
         e = m.engine(engine_version)

@@ -106,8 +106,11 @@ launch_command_file = click.option(
     help="Read the launch command from a file (a script line).",
 )
 no_suggest = click.option("--no-suggest", is_flag=True, help="Skip the search for changes that fit.")
-engine_version = click.option(
-    "--engine", "engine_version", default=None, metavar="V", help="An SGLang version from the matrix, e.g. 0.5.11."
+# One name for an SGLang release everywhere (check and plan's --sglang); --engine stays hidden.
+engine_version = stack(
+    click.option("--sglang", "engine_version", default=None, metavar="VERSION", callback=_main("engine_version"),
+                 help="An SGLang release from the matrix, e.g. 0.5.11."),
+    alias("--engine", dest="engine_version", default=None, metavar="VERSION"),
 )
 
 # --- targets and images ------------------------------------------------------------
