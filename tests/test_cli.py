@@ -101,6 +101,7 @@ def test_an_old_option_spelling_still_works_and_means_the_same(tmp_path: Path, o
     pytest.param("certify", ["--gpu NAME[xN]", "--model-dir", "--model-ref"], ["--gpus", "--model "], id="certify"),
     pytest.param("render", ["--gpu NAME[xN]", "--model ID", "--sglang VERSION"], ["--gpus", "--engine"], id="render"),
     pytest.param("matrix show", ["--sglang VERSION"], ["--engine"], id="matrix-show"),
+    pytest.param("bases refresh", ["--request-timeout"], ["--timeout"], id="bases-refresh"),
     pytest.param("publish", ["--registry-ca"], ["--ca-bundle"], id="publish"),
     pytest.param("verify", ["--registry-ca"], ["--ca-bundle"], id="verify"),
     pytest.param("make", ["--registry-ca", "--ca-bundle"], [], id="make"),

@@ -253,14 +253,14 @@ def bases() -> None:
 @options.request_timeout
 @options.matrix_file
 @options.json_output
-def bases_refresh(timeout_s: float, matrix_path: str | None, as_json: bool) -> None:
+def bases_refresh(timeout_s: float | None, matrix_path: str | None, as_json: bool) -> None:
     """Re-read each base's digests from its registry and record them in matrix.yaml."""
     import httpx
 
     from imgbuild.flows.targets import refresh_base_digests
 
     matrix = load_matrix(matrix_path)
-    with httpx.Client(timeout=timeout_s, follow_redirects=True) as client:
+    with httpx.Client(timeout=timeout_s or 20.0, follow_redirects=True) as client:
         changes = [c.to_dict() for c in refresh_base_digests(matrix, client=client, progress=progress)]
     if as_json:
         emit_json(changes)

@@ -171,8 +171,11 @@ index_as_of = click.option(
 )
 index_latest = click.option("--latest", is_flag=True, help="Read today's index (no --exclude-newer).")
 keep_rebuild = click.option("--keep", is_flag=True, help="Keep the rebuilt image (untagged) instead of removing it.")
-request_timeout = click.option(
-    "--timeout", "timeout_s", default=20.0, show_default=True, help="Seconds per registry request."
+# --timeout is certify's deadline to ready; a per-request limit has its own name (old spelling hidden).
+request_timeout = stack(
+    click.option("--request-timeout", "timeout_s", type=float, default=None, callback=_main("timeout_s"),
+                 help="Seconds per registry request (default 20)."),
+    alias("--timeout", dest="timeout_s", type=float, default=None),
 )
 
 # --- certify -------------------------------------------------------------------------
