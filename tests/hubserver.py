@@ -4,6 +4,8 @@ The real Hub cannot be reached from CI. This serves the same protocol that
 imgbuild.adapters.hub uses, ``GET /{org}/{name}/resolve/{revision}/{file}``, from a
 folder, on 127.0.0.1, answering 404 for missing files and 401 for repositories
 marked gated when the bearer token is wrong. It records the requests it saw.
+``answer`` (filename -> callable taking the request handler) replaces the answer for
+that file: a hostile server (a huge body, a slow drip, an HTML page) for the tests.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ from __future__ import annotations
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Callable
 
 
 class HubServer:
-    def __init__(self, root: Path, *, gated_token: str | None = None) -> None:
+    def __init__(self, root: Path, *, gated_token: str | None = None,
+                 answer: dict[str, Callable[[BaseHTTPRequestHandler], None]] | None = None) -> None:
         self.root = root
+        self.answer = answer or {}
         self.gated_token = gated_token
         self.requests: list[tuple[str, str | None]] = []
         hub = self
@@ -32,6 +37,9 @@ class HubServer:
                 repo_dir = hub.root / org / name
                 if (repo_dir / ".gated").exists() and auth != f"Bearer {hub.gated_token}":
                     self.send_error(401)
+                    return
+                if rest[-1] in hub.answer:
+                    hub.answer[rest[-1]](self)
                     return
                 path = repo_dir / revision / "/".join(rest)
                 if not path.is_file():

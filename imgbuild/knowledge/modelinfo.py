@@ -29,6 +29,8 @@ from imgbuild.errors import UsageError
 
 CONFIG_NAME = "config.json"
 INDEX_NAME = "model.safetensors.index.json"
+MAX_CONFIG_BYTES = 16 * 2**20  # the same caps as the Hub downloads (imgbuild.adapters.hub)
+MAX_INDEX_BYTES = 64 * 2**20
 HUB_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>[\w./-]+))?$")
 
 DTYPE_BYTES = {
@@ -210,7 +212,11 @@ def split_hub_id(source: str) -> tuple[str, str] | None:
 
 
 def is_local_source(source: str) -> bool:
-    return Path(source).exists() or source.startswith((".", "/", "~")) or source.endswith(".json")
+    try:
+        exists = Path(source).exists()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        exists = False
+    return exists or source.startswith((".", "/", "~")) or source.endswith(".json")
 
 
 def inspect_model(source: str, *, hub: HubFetcher | None = None) -> ModelInfo:
@@ -232,8 +238,9 @@ def read_model_files(source: str, *, hub: HubFetcher | None = None) -> tuple[dic
             )
         if not config_path.is_file():
             raise UsageError(f"model {source}: {config_path} is missing", hint="the directory must hold config.json")
-        config = _parse_json(config_path.read_bytes(), str(config_path))
-        index = _parse_json(index_path.read_bytes(), str(index_path)) if index_path.is_file() else None
+        config = _parse_json(read_bounded(config_path, MAX_CONFIG_BYTES), str(config_path), local=True)
+        index = (_parse_json(read_bounded(index_path, MAX_INDEX_BYTES), str(index_path), local=True)
+                 if index_path.is_file() else None)
         return config, index
     hub_id = split_hub_id(source)
     if hub_id is None:
@@ -253,11 +260,28 @@ def read_model_files(source: str, *, hub: HubFetcher | None = None) -> tuple[dic
     return config, index
 
 
-def _parse_json(data: bytes, where: str) -> dict[str, Any]:
+def read_bounded(path: Path, max_bytes: int) -> bytes:
+    """A local file's bytes, refused past max_bytes before more is read (a weights file
+    passed for config.json, a sparse 2 GB file) and on a read error."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    if len(data) > max_bytes:
+        raise UsageError(f"{path} is larger than {max_bytes // 2**20} MiB, too large for a {path.name}",
+                         hint="give the model's directory or its config.json, not a weights file")
+    return data
+
+
+def _parse_json(data: bytes, where: str, *, local: bool = False) -> dict[str, Any]:
     try:
         value = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{where} is not valid JSON: {exc}", hint="re-download the file") from None
+        hint = "give the model's config.json" if local else "re-download the file"
+        raise UsageError(f"{where} is not valid JSON: {exc}", hint=hint) from None
+    except RecursionError:
+        raise UsageError(f"{where} is nested too deeply to be a model config") from None
     if not isinstance(value, dict):
         raise UsageError(f"{where} must hold a JSON object")
     return value
