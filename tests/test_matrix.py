@@ -143,3 +143,52 @@ def test_an_invalid_matrix_is_never_cached(tmp_path: Path, monkeypatch: pytest.M
         with pytest.raises(MatrixError, match="'zero' is not a PEP 440 version"):
             load_matrix(path)
     assert not list((tmp_path / "cache").rglob("*.json"))
+
+
+LAUGHS = "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9) if prev else ', '.join(['lol'] * 9)}]\n"
+    for prev, name in zip([None, *"abcdefgh"], "abcdefghi")
+)  # 9 levels of 9 aliases: 9^9 = 387 million nodes from about 350 bytes
+
+HOSTILE_FILES = [
+    ("billion-laughs", LAUGHS.encode(), "aliases expand to more than 1,000,000 YAML nodes"),
+    ("recursive-alias", b"engines: &a [*a]\n", "refer to themselves"),
+    ("binary", b"\xff\xfe\x00\x01engines: []", "not UTF-8 text"),
+    ("no-sections", b"foo: 1\nbar: [2]\n", "none of the sections"),
+    ("nested-deep", b"engines: " + b"[" * 100_000 + b"]" * 100_000, "not valid YAML|nested too deeply"),
+    ("python-tag", b"engines: !!python/object:os.system {}\n", "not valid YAML"),
+]
+
+
+@pytest.mark.parametrize("content, message", [h[1:] for h in HOSTILE_FILES], ids=[h[0] for h in HOSTILE_FILES])
+def test_a_hostile_matrix_is_refused_quickly_and_nothing_is_cached(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes, message: str) -> None:
+    import time
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "matrix.yaml"
+    path.write_bytes(content)
+    started = time.monotonic()
+    with pytest.raises(MatrixError, match=message):
+        load_matrix(path)
+    assert time.monotonic() - started < 2
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_matrix_over_the_size_cap_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    path = tmp_path / "matrix.yaml"
+    with path.open("wb") as fh:  # sparse: 2 GB on paper, nothing on disk
+        fh.truncate(2 * 2**30)
+    with pytest.raises(MatrixError, match="larger than 8 MiB"):
+        load_matrix(path)
+
+
+def test_a_cache_that_was_tampered_into_a_huge_file_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from imgbuild.knowledge.matrix import _cache_path
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = write(tmp_path, SMALL)
+    load_matrix(path)
+    with _cache_path(path).open("r+b") as fh:
+        fh.truncate(3 * 2**30)
+    assert load_matrix(path).engine("0.5.2").version == "0.5.2"

@@ -150,6 +150,14 @@ def _parse_version_arg(text: str, *, what: str) -> Version:
         ) from None
 
 
+# matrix.yaml is about 80 KB and 20,000 YAML nodes; these leave room for growth while
+# refusing a "billion laughs" file (aliases nested into 10^9 nodes) before it is expanded.
+MAX_MATRIX_BYTES = 8 * 2**20
+MAX_MATRIX_NODES = 1_000_000
+MATRIX_SECTIONS = frozenset({"engines", "cuda", "gpus", "features", "speculative", "known_issues", "constraints",
+                             "bases", "targets"})
+
+
 def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
     """Read, validate and index a matrix file; raise MatrixError listing every problem.
 
@@ -164,14 +172,12 @@ def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
         stat = matrix_path.stat()
         stamp = [stat.st_size, stat.st_mtime_ns]
         cache = _cache_path(matrix_path)
-        try:
-            cached = json.loads(cache.read_text(encoding="utf-8"))
-            if cached.get("stamp") == stamp:
-                # Only content that validated is cached, so the costlier specifier checks can be skipped.
-                return build_matrix(cached["data"], path=matrix_path, validated=True)
-        except (OSError, ValueError, KeyError, AttributeError):
-            pass
-        text = matrix_path.read_text(encoding="utf-8")
+        cached = _read_cache(cache, stamp)
+        if cached is not None:
+            # Only content that validated is cached, so the costlier specifier checks can be skipped.
+            return build_matrix(cached, path=matrix_path, validated=True)
+        with matrix_path.open("rb") as fh:
+            raw = fh.read(MAX_MATRIX_BYTES + 1)
     except FileNotFoundError:
         raise UsageError(
             f"matrix file {matrix_path} does not exist",
@@ -179,7 +185,16 @@ def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
         ) from None
     except OSError as exc:
         raise UsageError(f"cannot read matrix file {matrix_path}: {exc.strerror}") from exc
+    if len(raw) > MAX_MATRIX_BYTES:
+        raise MatrixError([f"{matrix_path}: larger than {MAX_MATRIX_BYTES // 2**20} MiB, not a matrix file"])
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MatrixError([f"{matrix_path}: not UTF-8 text (byte {exc.start}): not a matrix file"]) from None
     data = _parse_yaml(text, matrix_path)
+    if isinstance(data, dict) and not set(data) & MATRIX_SECTIONS:
+        raise MatrixError([f"{matrix_path}:1: none of the sections {', '.join(sorted(MATRIX_SECTIONS))}: "
+                           "not a matrix file"])
     matrix = build_matrix(data, path=matrix_path, text=text)
     _write_cache(cache, {"stamp": stamp, "data": data})
     return matrix
@@ -188,31 +203,102 @@ def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
 def _cache_path(matrix_path: Path) -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", str(matrix_path.resolve()).strip("/"))
+    if len(name) > 200:  # NAME_MAX is 255: keep the tail, which tells files apart
+        name = name[-200:]
     return Path(base) / "imgbuild" / "matrix" / f"{name}.json"
 
 
-def _write_cache(cache: Path, data: Any) -> None:
-    """Best effort: a read-only home only costs the speed-up."""
+def _read_cache(cache: Path, stamp: list[int]) -> Any:
+    """The cached data when the cache is for this stamp; None on any doubt (it is only a speed-up)."""
     try:
+        with cache.open("rb") as fh:
+            raw = fh.read(4 * MAX_MATRIX_BYTES + 1)
+        if len(raw) > 4 * MAX_MATRIX_BYTES:
+            return None
+        cached = json.loads(raw)
+        if cached.get("stamp") == stamp:
+            return cached["data"]
+    except (OSError, ValueError, KeyError, AttributeError, RecursionError):
+        pass
+    return None
+
+
+def _write_cache(cache: Path, data: Any) -> None:
+    """Best effort: a read-only home only costs the speed-up. A temp name per process in
+    the same folder, then a rename, so concurrent runs never read half a file."""
+    import tempfile
+
+    try:
+        text = json.dumps(data)
+        if len(text) > 4 * MAX_MATRIX_BYTES:
+            return
         cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, cache)
-    except (OSError, TypeError, ValueError):
+        fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=f".{cache.stem[-50:]}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(tmp, cache)
+        except OSError:
+            Path(tmp).unlink(missing_ok=True)
+    except (OSError, TypeError, ValueError, RecursionError):
         pass
 
 
 def _parse_yaml(text: str, matrix_path: Path) -> Any:
+    """YAML's safe loader, with the document's size counted as if every alias were
+    expanded before anything is constructed (a shared node is built once, but the
+    validator and the JSON cache would walk every copy)."""
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
-        return yaml.load(text, Loader=loader)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_nodes(node) > MAX_MATRIX_NODES:
+            raise MatrixError([f"{matrix_path}: its aliases expand to more than {MAX_MATRIX_NODES:,} YAML nodes "
+                               "(or refer to themselves): not a matrix file"])
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{matrix_path}:{mark.line + 1}" if mark else str(matrix_path)
         problem = getattr(exc, "problem", None) or str(exc)
         raise MatrixError([f"{where}: not valid YAML: {problem}"]) from None
+    except RecursionError:
+        raise MatrixError([f"{matrix_path}: nested too deeply to be a matrix file"]) from None
+    finally:
+        loader.dispose()
+
+
+def _expanded_nodes(root: Any) -> int:
+    """How many nodes the document has once aliases are expanded, in time linear in its
+    distinct nodes (each node's expanded size is computed once, children first)."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()  # the nodes whose children are being counted: an ancestor again is a cycle
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        if not children_done and id(node) in on_path:
+            return MAX_MATRIX_NODES + 1  # a recursive alias (&a [*a]) expands without end
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        else:
+            sizes[id(node)] = 1
+            continue
+        if children_done:
+            on_path.discard(id(node))
+            sizes[id(node)] = min(1 + sum(sizes.get(id(child), 1) for child in children), MAX_MATRIX_NODES + 1)
+            continue
+        on_path.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+    return sizes[id(root)]
 
 
 def build_matrix(data: Any, *, path: Path, text: str | None = None, validated: bool = False) -> Matrix:
