@@ -75,3 +75,33 @@ def test_each_run_gets_its_own_log_file(tmp_path):
 
 def test_an_empty_or_missing_store_lists_nothing(tmp_path):
     assert CertStore(tmp_path / "nothing-here").list() == []
+
+
+def test_show_reads_only_ids_the_store_wrote_never_a_path(tmp_path):
+    store_dir = tmp_path / "store"
+    store = CertStore(store_dir)
+    store.save(cert("20260501T100000Z-aaaa0001"))
+    (tmp_path / "config.json").write_text('{"verdict": "pass", "image": {"ref": "x"}}')
+    for hostile in ("../config", str(tmp_path / "config"), "*", "2026*", "../store/20260501T100000Z-aaaa0001", "x" * 5000):
+        with pytest.raises(UsageError, match="is not a certificate id"):
+            store.load(hostile)
+
+
+BROKEN_FILES = [
+    ("a-list", "[1, 2]", "does not hold a JSON object"),
+    ("no-image", '{"id": "x", "verdict": "pass"}', "has no image.ref"),
+    ("no-verdict", '{"id": "x", "image": {"ref": "r"}}', "has no verdict"),
+    ("failure-a-string", '{"verdict": "fail", "image": {"ref": "r"}, "failure": "oops"}', "failure that is not an object"),
+    ("nested-deep", "[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ("not-utf8", "\udcff", "not valid JSON"),
+]
+
+
+@pytest.mark.parametrize("content, message", [b[1:] for b in BROKEN_FILES], ids=[b[0] for b in BROKEN_FILES])
+def test_a_broken_file_in_the_store_is_named_by_show_and_skipped_by_list(tmp_path, content, message):
+    store = CertStore(tmp_path)
+    store.save(cert("20260501T100000Z-aaaa0001"))
+    (tmp_path / "20260501T110000Z-bbbb0002.json").write_bytes(content.encode("utf-8", "surrogateescape"))
+    assert [r.id for r in store.list()] == ["20260501T100000Z-aaaa0001"]
+    with pytest.raises(UsageError, match=message):
+        store.load("20260501T11")
