@@ -1,5 +1,6 @@
-"""check --python and the current environment, against real SGLang wheels installed with --no-deps,
-and release boundaries in the matrix held against the wheels themselves."""
+"""check --python and the current environment, against real SGLang wheels installed with --no-deps
+(whose import smoke fails for real, on a missing dependency), and release boundaries in the matrix
+held against the wheels themselves."""
 
 from __future__ import annotations
 
@@ -63,16 +64,36 @@ def venv_with_sglang_0_5_11(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return python
 
 
-def test_check_python_reads_the_installed_sglang_without_importing_it(venv_with_sglang_0_5_11: Path) -> None:
+def test_check_python_on_an_installation_that_cannot_import_is_a_negative_verdict(venv_with_sglang_0_5_11: Path) -> None:
+    """The real 0.5.11 wheel without its dependencies: its files say 0.5.11 serves the model, but
+    `import sglang` dies on a missing module, so the verdict is no (exit 1) and says why."""
     done = subprocess.run(
         [sys.executable, "-m", "imgbuild.cli", "check", SEED, "--python", str(venv_with_sglang_0_5_11), "--json"],
         capture_output=True, text=True, cwd=ROOT, check=False,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     data = json.loads(done.stdout)
     assert data["sglang"]["version"] == "0.5.11"
     assert data["sglang"]["source"] == f"python:{venv_with_sglang_0_5_11}"
     assert data["sglang"]["cuda"] == "13.0"
+    smoke = data["import_smoke"]
+    assert smoke["ok"] is False and smoke["step"] == "import sglang"
+    assert smoke["missing_module"] == "numpy" and smoke["packages"] == ["sglang 0.5.11"]
+    assert data["reasons"] == [
+        "the installation cannot start the server: import sglang fails: "
+        "ModuleNotFoundError: No module named 'numpy' (in sglang 0.5.11)"
+    ]
+    assert any("module 'numpy' is not installed" in note for note in data["notes"])
+
+
+def test_check_python_text_names_the_missing_module(venv_with_sglang_0_5_11: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "imgbuild.cli", "check", SEED, "--python", str(venv_with_sglang_0_5_11)],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )
+    assert done.returncode == 1
+    assert "NOT SUPPORTED by SGLang 0.5.11" in done.stdout
+    assert "No module named 'numpy'" in done.stdout and "Traceback" not in done.stderr
 
 
 def test_installed_architectures_equal_the_matrix_row(venv_with_sglang_0_5_11: Path) -> None:

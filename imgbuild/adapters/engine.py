@@ -29,6 +29,7 @@ import docker
 import docker.errors
 
 from imgbuild.errors import EnvironmentUnavailable, ImgbuildError, UsageError
+from imgbuild.knowledge.sglanginstall import smoke_from_build_line
 
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 _LAYER = re.compile(r"^ ---> ([0-9a-f]{12,64})$")
@@ -404,6 +405,12 @@ _BUILD_FIXES: tuple[tuple[str, str, bool], ...] = (
 
 
 def _build_error(what: str, step: int, total: int, step_text: str, tail: list[str], message: str) -> ImgbuildError:
+    smoke = next((s for s in map(smoke_from_build_line, reversed(tail)) if s is not None), None)
+    if smoke is not None:
+        # The template's import smoke said what broke: its root line and packages are the message.
+        where = f"step {step}/{total} (the import smoke)" if step else "the import smoke"
+        return BuildFailed(f"building {what} failed at {where}: {smoke.reason()}", step=step_text,
+                           last_lines=tail, hint=smoke.hint())
     haystack = "\n".join(tail) + "\n" + message
     hint, network = "fix the step above, then rerun the build", False
     for needle, fix, is_network in _BUILD_FIXES:
@@ -493,6 +500,14 @@ def export_sglang_install(image_ref: str, dest_dir: Path) -> Path:
             data = tar.extractfile(member)
             target.write_bytes(data.read() if data else b"")
     return dest_dir
+
+
+def image_import_smoke(image_ref: str, *, timeout_s: float = 900.0) -> tuple[int, str]:
+    """Run the import smoke (knowledge/sglanginstall.py) in a throwaway container of the image,
+    with no GPU and no network; (exit code, output). The container is always removed."""
+    from imgbuild.knowledge.sglanginstall import IMPORT_SMOKE
+
+    return connect().run_python(image_ref, IMPORT_SMOKE, timeout_s=timeout_s)
 
 
 # Walks the environment the image's python runs in (sys.prefix: the venv) and

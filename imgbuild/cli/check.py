@@ -82,13 +82,14 @@ def check(
         from imgbuild.adapters.gpus import default_probe
 
         probe = default_probe()
-    export_image = None
+    export_image = smoke_image = None
     if image:
-        from imgbuild.adapters.engine import export_sglang_install
+        from imgbuild.adapters.engine import export_sglang_install, image_import_smoke
 
-        export_image = export_sglang_install
+        export_image, smoke_image = export_sglang_install, image_import_smoke
     opts = CheckOptions(model=model, sglang=sglang, python=python, image=image, gpu=gpu, driver=driver, flags=flags)
-    result = check_model(opts, matrix=matrix, probe=probe, hub=hub_for(model), export_image=export_image)
+    result = check_model(opts, matrix=matrix, probe=probe, hub=hub_for(model), export_image=export_image,
+                         smoke_image=smoke_image)
     if as_json:
         emit_json(result.to_dict())
     else:

@@ -22,9 +22,12 @@ from imgbuild.knowledge.specs import EngineSpec
 if TYPE_CHECKING:
     from imgbuild.adapters.gpus import GpuProbe
     from imgbuild.flows.plan import PlanResult
-    from imgbuild.knowledge.sglanginstall import SglangInstall
+    from imgbuild.knowledge.sglanginstall import SglangInstall, SmokeResult
 
 ImageExporter = Callable[[str, Path], Path]
+# Runs the import smoke in a throwaway container of an image: (exit code, output).
+ImageSmoker = Callable[[str], tuple[int, str]]
+SMOKE_TIMEOUT_S = 900.0  # torch and the CUDA libraries take a minute to import on 2 cores
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +88,7 @@ class CheckResult:
     sglang_min_driver: str | None = None
     notes: tuple[str, ...] = field(default=())
     plan: PlanResult | None = None
+    smoke: SmokeResult | None = None  # the import smoke of --python / --image; None for --sglang
 
     def to_dict(self) -> dict[str, Any]:
         rec = self.recommended
@@ -119,6 +123,11 @@ class CheckResult:
             },
             "notes": list(self.notes),
             "plan": None if self.plan is None else self.plan.to_dict(),
+            "import_smoke": None if self.smoke is None else {
+                "ok": self.smoke.ok, "steps": list(self.smoke.steps), "step": self.smoke.step,
+                "root": self.smoke.root, "packages": list(self.smoke.packages),
+                "missing_module": self.smoke.missing_module,
+            },
         }
 
 
@@ -129,6 +138,7 @@ def check_model(
     probe: GpuProbe | None,
     hub: HubFetcher | None = None,
     export_image: ImageExporter | None = None,
+    smoke_image: ImageSmoker | None = None,
 ) -> CheckResult:
     chosen = [o for o in ("sglang", "python", "image") if getattr(options, o)]
     if len(chosen) > 1:
@@ -140,17 +150,17 @@ def check_model(
     reasons = model_blockers(model, sglang.version, sglang.architectures, matrix)
     reasons += host_blockers(sglang.engine, host, matrix)
     notes = []
+    smoke = _import_smoke(options, smoke_image)
+    if smoke is not None and not smoke.ok:
+        # An installation that would serve the model on paper but cannot import is no answer.
+        reasons.append(smoke.reason())
+        notes.append("fix: " + smoke.hint(sglang.version))
     if sglang.engine is None:
         notes.append(f"SGLang {sglang.version} is not in the matrix: its torch/CUDA pins are unknown, host not compared")
     if not host.checked:
         notes.append(f"host not checked: {host.source}")
 
-    min_sglang = next((e.version for e in matrix.engines if not model_blockers(model, e.version, e.architectures, matrix)), None)
-    recommended = None
-    for engine in reversed(matrix.engines):
-        if not model_blockers(model, engine.version, engine.architectures, matrix) and not host_blockers(engine, host, matrix):
-            recommended = engine
-            break
+    min_sglang, recommended = _recommend(model, host, matrix)
     rec_driver = _min_driver(recommended, matrix) if recommended else None
     plan = None
     if options.flags and host.checked:
@@ -177,7 +187,17 @@ def check_model(
         sglang_min_driver=_min_driver(sglang.engine, matrix),
         notes=tuple(notes),
         plan=plan,
+        smoke=smoke,
     )
+
+
+def _recommend(model: ModelInfo, host: HostView, matrix: Matrix) -> tuple[str | None, EngineSpec | None]:
+    """The first release that serves the model, and the newest that serves it on this host."""
+    min_sglang = next((e.version for e in matrix.engines if not model_blockers(model, e.version, e.architectures, matrix)), None)
+    for engine in reversed(matrix.engines):
+        if not model_blockers(model, engine.version, engine.architectures, matrix) and not host_blockers(engine, host, matrix):
+            return min_sglang, engine
+    return min_sglang, None
 
 
 def model_blockers(model: ModelInfo, version: str, architectures: frozenset[str], matrix: Matrix) -> list[str]:
@@ -318,6 +338,30 @@ def _sglang_under_test(options: CheckOptions, matrix: Matrix, export_image: Imag
             return _from_install(install, f"image:{options.image}", matrix)
     install = _install_of_current_environment()
     return _from_install(install, "environment", matrix)
+
+
+def _import_smoke(options: CheckOptions, smoke_image: ImageSmoker | None) -> SmokeResult | None:
+    """The import smoke in the interpreter of --python, or in a throwaway container of --image."""
+    import subprocess
+
+    from imgbuild.knowledge.sglanginstall import IMPORT_SMOKE, parse_smoke_output
+
+    if options.image:
+        if smoke_image is None:
+            return None
+        status, output = smoke_image(options.image)
+        return parse_smoke_output(output, status)
+    if not options.python:
+        return None
+    try:
+        done = subprocess.run([options.python, "-I", "-c", IMPORT_SMOKE], capture_output=True, text=True,
+                              timeout=SMOKE_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise EnvironmentUnavailable(
+            f"--python {options.python}: the import smoke did not finish within {SMOKE_TIMEOUT_S:.0f} s") from None
+    except OSError as exc:
+        raise UsageError(f"--python {options.python}: cannot run it ({exc})") from None
+    return parse_smoke_output(done.stderr + "\n" + done.stdout, done.returncode)
 
 
 def _from_install(install: SglangInstall, source: str, matrix: Matrix) -> SglangUnderTest:

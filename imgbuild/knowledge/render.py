@@ -17,6 +17,7 @@ from pathlib import Path
 from imgbuild import __version__
 from imgbuild.errors import UsageError
 from imgbuild.knowledge.matrix import data_root
+from imgbuild.knowledge.sglanginstall import IMPORT_SMOKE, SMOKE_FILE
 from imgbuild.knowledge.specs import EngineSpec
 from imgbuild.knowledge.recipe import (
     BaseSpec,
@@ -35,7 +36,7 @@ from imgbuild.knowledge.recipe import (
 # tagged with), so no locked wheel needs a newer glibc than this.
 LOCK_GLIBC = "2.34"
 TEMPLATES = {"sglang": "sglang.Dockerfile.tmpl", "test": "test.Dockerfile.tmpl"}
-CONTEXT_FILES = ("Dockerfile", "requirements.lock", "ca-bundle.crt", "recipe.json")
+CONTEXT_FILES = ("Dockerfile", "requirements.lock", "ca-bundle.crt", "recipe.json", SMOKE_FILE)
 
 
 @dataclass(frozen=True)
@@ -199,6 +200,8 @@ def render_context(inputs: RecipeInputs) -> Rendered:
         # build's "stack" stage reads it.
         "ca-bundle.crt": b"",
         "recipe.json": (json.dumps(record, indent=2, sort_keys=True) + "\n").encode(),
+        # the import smoke the sglang template runs after the install (knowledge/sglanginstall.py)
+        SMOKE_FILE: IMPORT_SMOKE.encode(),
     }
     return Rendered(
         target=inputs.target,

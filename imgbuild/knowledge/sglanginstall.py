@@ -212,3 +212,160 @@ def read_installation(site_dir: Path) -> SglangInstall | None:
         architectures=frozenset(classes),
         location=str(site_dir),
     )
+
+
+# -- the import smoke: does the installation import, as the server does at start? ----------
+# Run by the image build (dockerfiles/sglang.Dockerfile.tmpl, as import-smoke.py in the build
+# context), by `check --python` in that interpreter and by `check --image` in a throwaway
+# container. It needs no GPU: SGLang's accelerator check comes after these imports.
+
+SMOKE_FILE = "import-smoke.py"
+SMOKE_MARK = "imgbuild-smoke:"
+
+# The modules `python -m sglang.launch_server` imports before it parses a flag (sglang/launch_server.py
+# imports sglang.srt.server_args at the top). Its HTTP mode's sglang.srt.entrypoints.http_server is
+# left out: it loads sgl_kernel, which needs the driver's libcuda.so.1 (sgl_kernel/load_utils.py),
+# so it cannot import without a GPU. A module absent from a release is skipped.
+SMOKE_MODULES = ("sglang", "sglang.srt.server_args", "sglang.launch_server")
+
+IMPORT_SMOKE = r'''
+import importlib, importlib.metadata as md, importlib.util, json, os, subprocess, sys, sysconfig, traceback
+MODULES = %(modules)r
+MARK = %(mark)r
+SITES = sorted({os.path.realpath(p) for p in (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])}, key=len, reverse=True)
+try:
+    OWNERS = md.packages_distributions()
+except Exception:
+    OWNERS = {}
+
+def package_of(filename):
+    path = os.path.realpath(filename)
+    for site in SITES:
+        if path.startswith(site + os.sep):
+            top = os.path.relpath(path, site).split(os.sep)[0]
+            top = top[:-3] if top.endswith(".py") else top
+            dist = (OWNERS.get(top) or [top])[0]
+            try:
+                return dist.lower() + " " + md.version(dist)
+            except md.PackageNotFoundError:
+                return None
+    return None
+
+def failure(step, exc):
+    packages = []
+    seen = set()
+    chain = []
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc)); chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    root = chain[0]
+    for e in reversed(chain):
+        for frame in traceback.extract_tb(e.__traceback__):
+            p = package_of(frame.filename)
+            if p and p not in packages:
+                packages.append(p)
+    return {"step": step, "root": traceback.format_exception_only(type(root), root)[-1].strip(),
+            "missing_module": getattr(root, "name", None) if isinstance(root, ImportError) else None,
+            "packages": packages}
+
+def main():
+    # Imports first: a missing module is a sharper root error than pip check's summary of it.
+    steps = []
+    for name in MODULES:
+        try:
+            if "." in name and importlib.util.find_spec(name) is None:
+                continue
+            importlib.import_module(name)
+            steps.append("import " + name)
+        except BaseException as exc:
+            return steps, failure("import " + name, exc)
+    if importlib.util.find_spec("pip") is not None:  # a venv made without pip has no pip check
+        done = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True)
+        steps.append("pip check")
+        if done.returncode != 0:
+            lines = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.strip()]
+            return steps, {"step": "pip check", "root": (lines or ["exit %%d" %% done.returncode])[0],
+                           "missing_module": None, "packages": []}
+    done = subprocess.run([sys.executable, "-m", "sglang.launch_server", "--help"], capture_output=True, text=True,
+                          timeout=600)
+    steps.append("python -m sglang.launch_server --help")
+    if done.returncode != 0:
+        lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+        return steps, {"step": "python -m sglang.launch_server --help",
+                       "root": (lines or ["exit %%d" %% done.returncode])[-1], "missing_module": None, "packages": []}
+    return steps, None
+
+steps, failed = main()
+result = {"ok": failed is None, "steps": steps, "failure": failed, "python": sys.version.split()[0]}
+if failed is None:
+    print(MARK + " ok: " + "; ".join(steps), file=sys.stderr)
+else:
+    where = (" (in " + ", ".join(failed["packages"]) + ")") if failed["packages"] else ""
+    print(MARK + " FAILED at " + failed["step"] + ": " + failed["root"] + where, file=sys.stderr)
+print(json.dumps(result))
+sys.exit(0 if failed is None else 1)
+''' % {"modules": SMOKE_MODULES, "mark": SMOKE_MARK}
+
+
+@dataclass(frozen=True)
+class SmokeResult:
+    """What the import smoke found: ``ok``, or the step that failed, its root error line,
+    the packages in its traceback's frames (``kernels 0.17.2``) and the module that was missing."""
+
+    ok: bool
+    steps: tuple[str, ...]
+    step: str | None = None
+    root: str | None = None
+    packages: tuple[str, ...] = ()
+    missing_module: str | None = None
+
+    def reason(self) -> str:
+        """One line for a verdict or a build error."""
+        if self.ok:
+            return "the installation imports (" + "; ".join(self.steps) + ")"
+        where = f" (in {', '.join(self.packages)})" if self.packages else ""
+        return f"the installation cannot start the server: {self.step} fails: {self.root}{where}"
+
+    def hint(self, engine: str | None = None) -> str:
+        release = engine or next((p.split()[1] for p in self.packages if p.startswith("sglang ")), "ENGINE")
+        if self.missing_module:
+            return (f"module {self.missing_module!r} is not installed: install the whole lock "
+                    f"(`imgbuild lock {release}` then uv pip install -r it), not sglang alone")
+        others = [p for p in self.packages if not p.startswith("sglang ")]
+        if others:
+            return (f"the locked stack does not work together ({', '.join(others)}): lock as of the release "
+                    f"(`imgbuild lock {release}`, the default, not --latest) or add a constraint for that "
+                    "package to matrix.yaml's constraints:")
+        return f"read the step's output above; lock as of the release with `imgbuild lock {release}`"
+
+
+def parse_smoke_output(output: str, exit_code: int) -> SmokeResult:
+    """The smoke's result from its output (the last JSON line); a smoke that died before it
+    printed one is a failure with its last line as the root."""
+    import json
+
+    for line in reversed(output.splitlines()):
+        if line.startswith("{"):
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            failed = data.get("failure") or {}
+            return SmokeResult(
+                ok=bool(data.get("ok")) and exit_code == 0, steps=tuple(data.get("steps") or ()),
+                step=failed.get("step"), root=failed.get("root"), packages=tuple(failed.get("packages") or ()),
+                missing_module=failed.get("missing_module"),
+            )
+    lines = [ln for ln in output.splitlines() if ln.strip()]
+    return SmokeResult(ok=False, steps=(), step="the import smoke", root=(lines or [f"exit {exit_code}"])[-1])
+
+
+def smoke_from_build_line(line: str) -> SmokeResult | None:
+    """The smoke's summary line as a build log shows it (``imgbuild-smoke: FAILED at ...``), or None."""
+    match = re.match(re.escape(SMOKE_MARK) + r" FAILED at (.+?): (.+?)(?: \(in ([^()]+)\))?$", line.strip())
+    if not match:
+        return None
+    packages = tuple(p.strip() for p in (match.group(3) or "").split(",") if p.strip())
+    missing = re.search(r"No module named '([^']+)'", match.group(2))
+    return SmokeResult(ok=False, steps=(), step=match.group(1), root=match.group(2), packages=packages,
+                       missing_module=missing.group(1) if missing else None)

@@ -1,6 +1,6 @@
 # Rendered by imgbuild 0.1.0 from dockerfiles/sglang.Dockerfile.tmpl: do not edit.
 # target golden-sglang: SGLang 0.5.11, CUDA 13.0, torch 2.11.0, Python 3.12, linux/amd64
-# recipe sha256:24d3e11e84e8a00051b7afdbeaf42d4026274d7b927f3ac0cb38521198620f02
+# recipe sha256:47864bce856328c10a04c56ac6f33f74e20af3faee75f9e4ced45c026ffe0c77
 
 # Stage "base": the pinned CUDA image, Python and the non-root user (uid 1000,
 # which Ubuntu 24.04 images give to a user "ubuntu": that one is removed).
@@ -25,6 +25,11 @@ ARG PIP_INDEX_URL=https://pypi.org/simple
 COPY requirements.lock ca-bundle.crt /tmp/imgbuild/
 RUN if [ -s /tmp/imgbuild/ca-bundle.crt ]; then export PIP_CERT=/tmp/imgbuild/ca-bundle.crt; fi \
  && /opt/venv/bin/pip install --index-url "$PIP_INDEX_URL" --require-hashes --no-deps -r /tmp/imgbuild/requirements.lock
+# The import smoke, no GPU needed: import what `python -m sglang.launch_server` imports at start,
+# then pip check and `--help`. A stack that cannot start the server fails the build here, naming the
+# root error and the packages in its traceback. Its own COPY keeps the install layer cached.
+COPY import-smoke.py /tmp/imgbuild/
+RUN /opt/venv/bin/python /tmp/imgbuild/import-smoke.py
 
 # The final image: the locked environment first (the heavy layer), then what is
 # specific to the target, so a change of model or flags reuses the torch layer.
@@ -41,7 +46,7 @@ LABEL org.opencontainers.image.title="sglang-0.5.11" \
       org.opencontainers.image.base.name="nvidia/cuda:13.0.1-devel-ubuntu24.04@sha256:7d2f6a8c2071d911524f95061a0db363e24d27aa51ec831fcccf9e76eb72bc92" \
       org.opencontainers.image.source="https://github.com/sgl-project/sglang" \
       org.opencontainers.image.licenses="Apache-2.0" \
-      io.imgbuild.recipe-digest="sha256:24d3e11e84e8a00051b7afdbeaf42d4026274d7b927f3ac0cb38521198620f02" \
+      io.imgbuild.recipe-digest="sha256:47864bce856328c10a04c56ac6f33f74e20af3faee75f9e4ced45c026ffe0c77" \
       io.imgbuild.recipe="{\"base\":\"cuda-13.0.1-devel-ubuntu24.04\",\"cuda\":\"13.0\",\"engine\":\"0.5.11\",\"glibc\":\"2.34\",\"gpus\":\"RTX A6000x2\",\"kind\":\"sglang\",\"launch_flags\":[\"--tp\",\"2\",\"--speculative-algorithm\",\"NEXTN\"],\"lock\":null,\"model\":\"Qwen/Qwen3.6-27B\",\"name\":\"golden-sglang\",\"packages\":[],\"platform\":\"linux/amd64\",\"python\":\"3.12\",\"source\":\"golden\",\"torch\":\"2.11.0\"}" \
       io.imgbuild.target="golden-sglang" \
       io.imgbuild.engine="0.5.11" \
