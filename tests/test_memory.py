@@ -425,3 +425,32 @@ def test_default_mem_fraction_matches_sglang_0_5_11_parser(flags: list[str], mfs
                        sglang="0.5.11", suggest=False)
     result = plan_launch(opts, matrix=load_matrix(), probe=None, hub=None)
     assert result.plan.mem_fraction_static == pytest.approx(mfs, abs=1e-9)
+
+
+# Defaults of releases before 0.5.3, each worked from that wheel's server_args.py __post_init__.
+LEGACY_MFS_CASES = [
+    ("0.4.3-tp4-l4-ladder", "0.4.3.post4", 4, 1, 23034, None, 0.85),
+    ("0.4.4-tp1-h100-ladder", "0.4.4", 1, 1, 81559, None, 0.88),
+    ("0.4.5-tp2-h200-ladder-any-size", "0.4.5", 2, 1, 143771, None, 0.87),
+    ("0.4.6-h200-less-13gib", "0.4.6", 1, 1, 143771, None, (143771 - 13 * 1024) / 143771),
+    ("0.4.6.post2-h200-raised-capped", "0.4.6.post2", 1, 1, 143771, None,
+     min(0.88 + 48 * 1024 * 0.12 / 143771, (143771 - 18 * 1024) / 143771)),
+    ("0.4.6.post2-tp-times-pp", "0.4.6.post2", 2, 2, 81559, None, 0.85),
+    ("0.4.7-b200-0.79", "0.4.7", 8, 1, 183359, None, 0.79),
+    ("0.4.7-h100-spec-x0.95", "0.4.7", 1, 1, 81559, "EAGLE", 0.88 * 0.95),
+    ("0.4.8-a6000-class-reserve", "0.4.8", 2, 1, 49140, None, round((49140 - (9.5 + 1) * 1024) / 49140, 3)),
+    ("0.5.2-4090-spec-reserve", "0.5.2", 1, 1, 24564, "EAGLE", round((24564 - (2.9 * 1024 + 2048)) / 24564, 3)),
+]
+
+
+@pytest.mark.parametrize(("version", "tp", "pp", "gpu_mib", "spec", "mfs"), [c[1:] for c in LEGACY_MFS_CASES],
+                         ids=[c[0] for c in LEGACY_MFS_CASES])
+def test_releases_before_0_5_3_use_their_own_default_mem_fraction(
+    version: str, tp: int, pp: int, gpu_mib: int, spec: str | None, mfs: float
+) -> None:
+    g = load_geometry(MODELS / "llama-3.1-8b")
+    extra = {"speculative_algorithm": spec, "speculative_num_steps": 3, "speculative_eagle_topk": 1,
+             "speculative_num_draft_tokens": 4} if spec else {}
+    plan = plan_memory(MemoryInputs(rules=rules_for(version), geometry=g, tp_size=tp, pp_size=pp, gpu_total_mib=gpu_mib,
+                                    free_before_load_gib=gpu_mib / 1024 - 1.5, **extra))
+    assert plan.mem_fraction_static == pytest.approx(mfs, abs=1e-9)

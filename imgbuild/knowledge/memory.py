@@ -76,6 +76,8 @@ class Rules:
 def _vkey(version: str) -> tuple[int, ...]:
     parts: list[int] = []
     for piece in version.replace("post", ".").replace("rc", ".").split("."):
+        if not piece:  # "0.4.5.post3" -> "0.4.5..3": the post number is the fourth part
+            continue
         digits = "".join(ch for ch in piece if ch.isdigit())
         parts.append(int(digits) if digits else 0)
     while len(parts) < 4:
@@ -465,10 +467,79 @@ def _spec_family(algorithm: str | None) -> str | None:
     return "EAGLE" if algo == "NEXTN" else algo
 
 
+def _tp_ladder(parallel: int) -> float:
+    """The 0.4.x default by parallel size (server_args.py ``__post_init__``, 0.4.0-0.4.7)."""
+    for size, fraction in ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87)):
+        if parallel >= size:
+            return fraction
+    return 0.88
+
+
+def _reserved_by_gpu_class_mib(gpu_mem: float, parallel: int) -> float:
+    """server_args.py ``__post_init__`` (0.4.7.post1-0.5.2): the reserve by GPU memory class."""
+    if gpu_mem < 35 * 1024:  # T4, A10, L40, 4090
+        return (2.8 + parallel / 10) * 1024
+    if gpu_mem < 90 * 1024:  # A100, H100
+        return (9.5 + parallel / 2) * 1024
+    if gpu_mem < 160 * 1024:  # H20, H200
+        return (12 + parallel / 2) * 1024
+    return 32 * 1024.0  # B200, MI300
+
+
+def legacy_mem_fraction_static(inp: MemoryInputs) -> float:
+    """The default --mem-fraction-static of releases before 0.5.3, read from each wheel's
+    sglang/srt/server_args.py ``__post_init__``; the rule changed five times:
+
+    0.4.0-0.4.5.post2   by TP size: 0.88 / 0.87 (TP 2) / 0.85 (4) / 0.81 (8) / 0.79 (16)
+    0.4.5.post3-0.4.6.post1  that ladder up to 80 GiB, else (mem - 13 GiB) / mem
+    0.4.6.post2-0.4.7   ladder on TP x PP up to 80 GiB, else 0.88; above 96 GiB raised by
+                        48 GiB x (1 - f) / mem, capped at (mem - 18 GiB) / mem (20 GiB with
+                        speculative decoding; 0.4.7: 0.79 above 180,000 MiB, and x 0.95 with
+                        speculative decoding at or below 96 GiB)
+    0.4.7.post1-0.5.2   mem less a reserve by GPU class, + 2 GiB speculative, + 4 GiB DP attention
+                        (0.5.2: + 6 GiB for STANDALONE); multimodal x 0.90 (0.4.9) or
+                        adjust_mem_fraction_for_vlm (0.4.10+)
+    """
+    key, gpu_mem = _vkey(inp.rules.version), inp.gpu_total_mib
+    spec = inp.speculative_algorithm is not None
+    if key < _vkey("0.4.5.post3"):
+        return _tp_ladder(inp.tp_size)
+    if key < _vkey("0.4.6.post2"):
+        if gpu_mem is None or gpu_mem <= 81920:
+            return _tp_ladder(inp.tp_size)
+        return (gpu_mem - 13 * 1024) / gpu_mem
+    parallel = inp.tp_size * inp.pp_size
+    if key < _vkey("0.4.7.post1"):
+        mfs = _tp_ladder(parallel) if gpu_mem is not None and gpu_mem <= 81920 else 0.88
+        if gpu_mem is None:
+            return mfs
+        if key >= _vkey("0.4.7") and gpu_mem > 180 * 1000:
+            return 0.79
+        if gpu_mem > 96 * 1024:
+            reserve = 20 * 1024 if spec and key >= _vkey("0.4.7") else 18 * 1024
+            return min(mfs + 48 * 1024 * (1 - mfs) / gpu_mem, (gpu_mem - reserve) / gpu_mem)
+        return mfs * 0.95 if spec and key >= _vkey("0.4.7") else mfs
+    if gpu_mem is None:
+        return 0.88
+    reserved = _reserved_by_gpu_class_mib(gpu_mem, parallel)
+    if spec:
+        standalone = _spec_family(inp.speculative_algorithm) == "STANDALONE" and key >= _vkey("0.5.2")
+        reserved += 6 * 1024 if standalone else 2 * 1024
+    if inp.enable_dp_attention:
+        reserved += 4 * 1024
+    mfs = round((gpu_mem - reserved) / gpu_mem, 3)
+    if inp.geometry.multimodal and not inp.language_only and key >= _vkey("0.4.9"):
+        mfs = mfs * (vlm_mfs_factor(inp.geometry.vision) if key >= _vkey("0.4.10") else 0.90)
+    return mfs
+
+
 def default_mem_fraction_static(inp: MemoryInputs, *, chunked: int, graph_bs: int, piecewise: bool) -> float:
     """server_args.py ``_handle_gpu_memory_settings`` (0.5.9, 0.5.11);
-    arg_groups/memory_hook.py (0.5.23, without post-capture KV sizing, its default)."""
+    arg_groups/memory_hook.py (0.5.23, without post-capture KV sizing, its default);
+    legacy_mem_fraction_static before 0.5.3."""
     rules, g = inp.rules, inp.geometry
+    if _vkey(rules.version) < _vkey("0.5.3"):
+        return legacy_mem_fraction_static(inp)
     gpu_mem = inp.gpu_total_mib
     if gpu_mem is None:
         return 0.88 if rules.era != "0.5.14" else 0.95
