@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -121,31 +120,36 @@ def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bo
 
 @cli.command()
 @options.output_dir(required=True, help="Directory for index.html.")
+@options.model_dir_pairs
 @options.state_dir
 @options.cert_store
 @options.matrix_file
 @options.json_output
-def report(out_dir: str, state_dir: str | None, store_dir: str | None, matrix_path: str | None, as_json: bool) -> None:
-    """Write a static HTML page of the matrix: every target, its status and its certificate."""
-    from imgbuild.flows import make as make_mod
-    from imgbuild.flows.publish import load_certificates
-    from imgbuild.knowledge import report as report_mod
-    from imgbuild.knowledge.render import targets_of
+def report(out_dir: str, model_dir_pairs: tuple[str, ...], state_dir: str | None, store_dir: str | None,
+           matrix_path: str | None, as_json: bool) -> None:
+    """Write one self-contained HTML page of the matrix: the releases, the architectures x
+    releases grid, the GPUs, and every target with its plan per GPU, build and certificate.
+
+    Offline: a target's model is read from --model-dir, the shipped example or the Hub's
+    cache; a target that cannot be planned says why. --json prints the page's data.
+    """
+    from imgbuild.flows.report import ReportOptions, write_report
 
     matrix = load_matrix(matrix_path)
-    targets = [t.to_dict() for t in targets_of(matrix.raw).values()]
-    rows = report_mod.build_rows(targets, load_certificates(Path(store_dir) if store_dir else None),
-                                 make_mod.StateStore(Path(state_dir) if state_dir else None).all())
-    page = report_mod.render_html(rows, generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                                  source=str(matrix.path))
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "index.html"
-    tmp = out / ".index.html.tmp"
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, path)
-    counts = {s: sum(1 for r in rows if r.status == s) for s in report_mod.STATUSES}
+    result = write_report(ReportOptions(
+        out_dir=Path(out_dir), state_dir=Path(state_dir) if state_dir else None,
+        store_dir=Path(store_dir) if store_dir else None, model_dirs=_model_dirs(model_dir_pairs),
+        generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")), matrix=matrix)
+    doc = result.document
+    counts = doc["statuses"]
     if as_json:
-        emit_json({"path": str(path), "targets": len(rows), "statuses": counts})
+        emit_json({"path": str(result.path), "bytes": result.html_bytes, "targets": len(doc["targets"]),
+                   "statuses": counts, "report": doc})
     else:
-        click.echo(f"wrote {path}: {len(rows)} targets (" + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ")")
+        planned = sum(1 for t in doc["targets"] if t["plan"])
+        click.echo(f"wrote {result.path} ({result.html_bytes / 1024:.0f} KiB): {len(doc['targets'])} targets ("
+                   + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + f"), {planned} planned, "
+                   f"{len(doc['releases'])} releases, {doc['grid']['class_count']} architecture classes")
+        for t in doc["targets"]:
+            if not t["plan"]:
+                click.echo(f"  {t['target']}: not planned: {t['not_planned']}")

@@ -1,22 +1,22 @@
-"""A static HTML page of the compatibility matrix: each target against its status.
+"""The report of ``imgbuild report``: the compatibility matrix and each target against its status.
 
-One row per target of matrix.yaml: engine, CUDA, model, GPUs, launch flags, the
-state of each step ``imgbuild make`` ran (check, plan, render, build, certify,
-publish) and the newest certificate, whose details (hardware, driver, flags,
-timings, diagnosis, the whole JSON) are one click away in a ``<details>``
-element. No JavaScript, no external resources: the page works from a file and
-from any static host.
+``build_rows`` sums each target of matrix.yaml up (its make steps, its newest certificate,
+where it was published); ``report_document`` puts those rows beside the matrix itself
+(imgbuild.knowledge.report_data: the architectures x releases grid, the releases, the GPUs)
+and each target's plan, build and certificate, as one JSON-able document. ``--json`` prints
+it; imgbuild.knowledge.report_html draws the page from it.
 
-Pure data: the caller gathers targets, certificates and make's state and writes
-the page; nothing here imports docker, httpx or click.
+Pure data: the caller (imgbuild.flows.report) plans, reads the stores and writes the page;
+nothing here imports docker, httpx or click.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from html import escape
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from imgbuild.knowledge import report_data
+from imgbuild.knowledge.matrix import Matrix
 
 STEPS = ("check", "plan", "render", "build", "certify", "publish")
 # How a row is summed up, from best to worst; also the CSS class of the badge.
@@ -86,111 +86,47 @@ def _status(cert: Mapping[str, Any] | None, steps: Mapping[str, Mapping[str, Any
     return "not-built"
 
 
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem;color:#1d2330}
-h1{font-size:1.4rem;margin:0 0 .3rem}
-p.meta{color:#5b6475;margin:0 0 1.2rem}
-table.matrix{border-collapse:collapse;width:100%}
-table.matrix th,table.matrix td{border:1px solid #d5dae3;padding:.4rem .5rem;vertical-align:top;text-align:left}
-table.matrix th{background:#f2f4f8}
-code{font-size:.85em}
-.badge{display:inline-block;padding:.1rem .45rem;border-radius:.6rem;font-size:.8rem;font-weight:600;white-space:nowrap}
-.certified{background:#d3f4dc;color:#0e5a26}
-.certified-unattested{background:#e6f1d0;color:#41561a}
-.published-uncertified{background:#fde9c8;color:#7a4a00}
-.built{background:#dde8fb;color:#1c3e7a}
-.failed{background:#fad4d4;color:#8a1414}
-.not-built{background:#eceef2;color:#4b5261}
-.step{font-size:.8rem;white-space:nowrap}
-.step-done,.step-skipped-same{color:#0e5a26}
-.step-failed{color:#8a1414;font-weight:600}
-.step-skipped,.step-pending{color:#7b8294}
-.step-detail{display:block;font-size:.75rem;color:#8a1414;max-width:22rem}
-details summary{cursor:pointer}
-details table{border-collapse:collapse;margin:.4rem 0}
-details td{border:none;padding:.1rem .6rem .1rem 0}
-pre{background:#f6f7f9;padding:.5rem;max-height:24rem;overflow:auto;font-size:.75rem}
-"""
+def _target_entry(row: ReportRow, planned: Mapping[str, Any], record: Mapping[str, Any] | None) -> dict[str, Any]:
+    plan = planned.get("plan")
+    entry: dict[str, Any] = {
+        "target": row.target, "status": row.status, "engine": row.engine, "cuda": row.cuda, "model": row.model,
+        "gpus": row.gpus, "launch_flags": list(row.launch_flags), "steps": {k: dict(v) for k, v in row.steps.items()},
+        "published": row.published, "model_source": planned.get("model_source"),
+        "not_planned": None if plan else (planned.get("not_planned") or "no plan"),
+        "plan": None, "build": report_data.build_summary(row.steps, record),
+        "certificate": report_data.certificate_summary(row.certificate, plan),
+        "certificate_full": dict(row.certificate) if row.certificate else None,
+    }
+    if plan:
+        entry["plan"] = {**{k: plan.get(k) for k in (
+            "sglang", "rules", "gpu", "fits", "verdict", "sglang_error", "mem_fraction_static", "max_running_requests",
+            "context_length", "chunked_prefill_size", "cuda_graph_max_bs", "radix_cache", "mamba_strategy",
+            "speculative_algorithm", "speculative_num_draft_tokens", "per_gpu", "problems", "notes")},
+            "bars": report_data.gpu_bars(plan)}
+    return entry
 
 
-def _cell(text: str, *, cls: str | None = None) -> str:
-    return f'<td{f" class={chr(34)}{cls}{chr(34)}" if cls else ""}>{text}</td>'
-
-
-def _steps_html(steps: Mapping[str, Mapping[str, Any]]) -> str:
-    parts = []
-    for step in STEPS:
-        s = steps.get(step) or {}
-        status = str(s.get("status") or "pending")
-        detail = escape(str(s.get("detail") or ""), quote=True)
-        parts.append(f'<span class="step step-{escape(status)}" data-step="{step}" data-step-status="{escape(status)}" '
-                     f'title="{detail}">{step}: {escape(status)}</span>')
-        if status == "failed" and detail:
-            parts.append(f'<span class="step-detail">{detail}</span>')
-    return "<br>".join(parts)
-
-
-def _certificate_html(cert: Mapping[str, Any] | None) -> str:
-    if not cert:
-        return "none"
-    hw = cert.get("hardware") if isinstance(cert.get("hardware"), Mapping) else {}
-    gpus = ", ".join(f"{g.get('name')} ({g.get('uuid')}, {g.get('memory_total_mib')} MiB)"
-                     for g in hw.get("gpus") or [] if isinstance(g, Mapping))
-    timings = cert.get("timings") if isinstance(cert.get("timings"), Mapping) else {}
-    image = cert.get("image") if isinstance(cert.get("image"), Mapping) else {}
-    diag = cert.get("diagnosis") if isinstance(cert.get("diagnosis"), Mapping) else None
-    failure = cert.get("failure") if isinstance(cert.get("failure"), Mapping) else None
-    rows = [
-        ("id", cert.get("id")), ("verdict", cert.get("verdict")), ("created", cert.get("created_at")),
-        ("image", image.get("ref")), ("image id", image.get("id")),
-        ("repo digests", ", ".join(image.get("repo_digests") or []) or "-"),
-        ("recipe digest", image.get("recipe_digest")),
-        ("GPUs", gpus or "-"), ("driver", f"{hw.get('driver_version')} (CUDA {hw.get('cuda_driver_version')})"),
-        ("flags", " ".join(str(f) for f in cert.get("flags") or []) or "-"),
-        ("timings", ", ".join(f"{k} {v} s" for k, v in timings.items() if v is not None) or "-"),
-    ]
-    if failure:
-        rows.append(("failure", f"{failure.get('stage')}: {failure.get('reason')}"))
-    if diag:
-        rows.append(("diagnosis", f"{diag.get('class')}: {diag.get('cause')}"))
-    for gap in cert.get("attestation_gaps") or []:
-        rows.append(("not attested", gap))
-    table = "".join(f"<tr><td>{escape(str(k))}</td><td>{escape(str(v))}</td></tr>" for k, v in rows)
-    full = escape(json.dumps(cert, indent=2, sort_keys=True, default=str))
-    cert_id = escape(str(cert.get("id", "")), quote=True)
-    return (f'<details class="certificate" data-cert-id="{cert_id}"><summary>{escape(str(cert.get("verdict")))} '
-            f'<code>{escape(str(cert.get("id")))}</code></summary><table>{table}</table>'
-            f'<details><summary>certificate JSON</summary><pre>{full}</pre></details></details>')
-
-
-def render_html(rows: Sequence[ReportRow], *, title: str = "imgbuild compatibility matrix",
-                generated_at: str = "", source: str = "") -> str:
-    """The whole page. Deterministic for the same rows and stamps."""
-    counts = {s: sum(1 for r in rows if r.status == s) for s in STATUSES}
-    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    body = []
-    for r in rows:
-        flags = " ".join(r.launch_flags) or "-"
-        published = f"<code>{escape(r.published)}</code>" if r.published else "-"
-        body.append(
-            f'<tr data-target="{escape(r.target, quote=True)}" data-status="{r.status}">'
-            + _cell(f"<b>{escape(r.target)}</b>")
-            + _cell(f'<span class="badge {r.status}">{escape(r.status)}</span>', cls="status")
-            + _cell(escape(r.engine)) + _cell(escape(r.cuda)) + _cell(escape(r.model)) + _cell(escape(r.gpus))
-            + _cell(f"<code>{escape(flags)}</code>")
-            + _cell(_steps_html(r.steps))
-            + _cell(_certificate_html(r.certificate), cls="cert")
-            + _cell(published)
-            + "</tr>"
-        )
-    head = "".join(f"<th>{h}</th>" for h in ("target", "status", "SGLang", "CUDA", "model", "GPUs", "launch flags",
-                                             "steps", "certificate", "published"))
-    meta = " · ".join(x for x in (f"{len(rows)} targets", summary, source and f"matrix: {escape(source)}",
-                                  generated_at and f"generated {escape(generated_at)}") if x)
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>{escape(title)}</h1><p class=\"meta\">{meta}</p>"
-        f"<table class=\"matrix\"><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-        "</body></html>\n"
-    )
+def report_document(
+    matrix: Matrix,
+    rows: Sequence[ReportRow],
+    *,
+    plans: Mapping[str, Mapping[str, Any]],
+    builds: Mapping[str, Mapping[str, Any]],
+    runs_on: Callable[[str, tuple[str, ...]], bool],
+    generated_at: str = "",
+) -> dict[str, Any]:
+    """The whole report as data. ``plans``: {target: {"plan": PlanResult.to_dict() | None,
+    "not_planned": why, "model_source": what was read}}; ``builds``: {target: build record}."""
+    releases = report_data.release_rows(matrix)
+    return {
+        "generated_at": generated_at, "matrix": str(matrix.path),
+        "statuses": {s: sum(1 for r in rows if r.status == s) for s in STATUSES},
+        "recommended": next((r["version"] for r in releases if r["recommended"]), None),
+        "releases": releases,
+        "gpus": report_data.gpu_rows(matrix, runs_on=runs_on),
+        "grid": report_data.architecture_grid(matrix),
+        "known_issues": [{"id": i.id, "min_sglang": i.min_sglang, "model_types": list(i.model_types),
+                          "architectures": list(i.architectures), "reason": i.reason,
+                          "link": report_data.first_link(i.source)} for i in matrix.known_issues],
+        "targets": [_target_entry(r, plans.get(r.target) or {}, builds.get(r.target)) for r in rows],
+    }
