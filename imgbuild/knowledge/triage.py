@@ -43,6 +43,7 @@ MODEL_NOT_FOUND = "model-not-found"
 JIT_BUILD_FAILED = "jit-build-failed"
 FLAGS_REFUSED = "flags-refused"
 NO_GPU_VISIBLE = "no-gpu-visible"
+IMPORT_FAILED = "import-failed"
 KILLED = "killed"
 
 CLASSES = (
@@ -58,6 +59,7 @@ CLASSES = (
     JIT_BUILD_FAILED,
     FLAGS_REFUSED,
     NO_GPU_VISIBLE,
+    IMPORT_FAILED,
     KILLED,
     UNKNOWN,
     NONE,
@@ -138,6 +140,7 @@ CATALOG: tuple[Signature, ...] = (
             r"torch\.(cuda\.)?OutOfMemoryError",
             r"CUDA error: out of memory",
             r"cudaErrorMemoryAllocation",
+            r"NPU out of memory",  # torch_npu on Ascend, the same failure
         ),
         "A CUDA allocation failed: the GPU ran out of memory.",
         (),  # advice depends on the phase, see _OOM_ADVICE
@@ -169,6 +172,9 @@ CATALOG: tuple[Signature, ...] = (
             r"CUDA driver version is insufficient for CUDA runtime version",
             r"cudaErrorInsufficientDriver",
             r"forward compatibility was attempted on non supported HW",
+            # a kernel library linked against a CUDA driver API symbol the host's libcuda
+            # is too old to have (sgl-kernel's cuGreenCtxStreamCreate, sglang issue 8131)
+            r"undefined symbol: cu[A-Z]\w*",
         ),
         "The host's NVIDIA driver is older than the CUDA the image's torch was built for.",
         (
@@ -213,6 +219,9 @@ CATALOG: tuple[Signature, ...] = (
             r"ncclUnhandledCudaError|ncclSystemError|ncclInternalError|ncclInvalidUsage",
             r"ProcessGroupNCCL.*(timeout|Watchdog caught collective operation timeout)",
             r"NCCL WARN .*(failed|error)",
+            # torch's watchdog lines lose "ProcessGroupNCCL.cpp" with their [E... file:line] prefix
+            r"Watchdog caught collective operation timeout",
+            r"Some NCCL operations have failed or timed out",
         ),
         "NCCL, which links the GPUs for tensor parallelism, failed.",
         (
@@ -231,6 +240,9 @@ CATALOG: tuple[Signature, ...] = (
             r"\[Errno 98\]",
             r"address already in use",
             r"EADDRINUSE",
+            # utils/network.py wait_port_available: "{port_name} at {port} is not available in {timeout} seconds"
+            r"port at \d+ is not available",
+            r"[Pp]ort \d+ is (?:not available|already in use)",
         ),
         "A port SGLang needs is already bound by another process.",
         (
@@ -249,7 +261,7 @@ CATALOG: tuple[Signature, ...] = (
             r"Incorrect path_or_model_id",
             r"Can't load the configuration of",
             r"does not appear to have a file named config\.json",
-            r"RepositoryNotFoundError",
+            r"RepositoryNotFoundError|HFValidationError",
             r"GatedRepoError|Cannot access gated repo",
             r"No such file or directory: '[^']*config\.json'",
             r"LocalEntryNotFoundError|couldn't connect to 'https://huggingface\.co'",
@@ -309,9 +321,36 @@ CATALOG: tuple[Signature, ...] = (
     ),
 )
 
+LOCK_ADVICE = (
+    "Rebuild the environment from the as-of-release lock: `imgbuild lock VERSION` pins every "
+    "package to what was current when that SGLang release came out, and `imgbuild render` / "
+    "`imgbuild make` build the image from it; an unpinned install picks up newer releases of "
+    "its dependencies that this sglang was never tried with."
+)
+
+_IMPORT = Signature(
+    IMPORT_FAILED,
+    _re(
+        # sgl_kernel/load_utils.py (0.5.x): no common_ops variant could be loaded
+        r"\[sgl_kernel\] CRITICAL: Could not load any common_ops library",
+        # a compiled extension built against another torch (C++ symbols are mangled _Z...)
+        r"ImportError: .*undefined symbol",
+        r"undefined symbol: _Z\w+",
+        r"ModuleNotFoundError: No module named",
+        r"ImportError: cannot import name",
+    ),
+    "The environment cannot import sglang: a package it imports failed to load.",
+    (LOCK_ADVICE,),
+    source="python import system",
+)
+
 _NO_GPU = Signature(
     NO_GPU_VISIBLE,
     _re(
+        # utils/common.py get_device(), every release's wording: "(CUDA, XPU, HPU)" in
+        # 0.4.x, "+ NPU, MUSA" by 0.5.9, "+ MPS" in 0.5.11 (see imgbuild/data/sglang_messages.json);
+        # the "Warning: ... - Falling back to CPU" form of 0.5.3 is not the failure
+        r"No accelerator \([^)]*\) is available(?!\.? - Falling back)",
         r"No CUDA GPUs are available",
         r"Found no NVIDIA driver on your system",
         r"libcuda\.so(\.1)?: cannot open shared object file",
@@ -327,8 +366,14 @@ _NO_GPU = Signature(
 )
 _KILLED = Signature(
     KILLED,
-    # the shell's report of a child ended by SIGKILL (exit 137), alone on its line
-    _re(r"^Killed\s*$"),
+    # the shell's, docker's or the kernel's report of a process ended by SIGKILL (exit 137)
+    _re(
+        r"^Killed\s*$",
+        r"line \d+:\s+\d+ Killed\s",  # the shell's job report naming the command
+        r"^\s*Exit code: -9\s*$",  # Python's subprocess return code for SIGKILL
+        r"exited with code 137",  # docker compose
+        r"Out of memory: Killed process|killed as a result of limit of",  # the kernel's log
+    ),
     "The process was killed (SIGKILL); while loading, most often by the kernel's OOM killer "
     "when host RAM runs out.",
     (
@@ -339,7 +384,7 @@ _KILLED = Signature(
     ),
     source="shell",
 )
-CATALOG = CATALOG + (_NO_GPU, _KILLED)
+CATALOG = CATALOG + (_IMPORT, _NO_GPU, _KILLED)
 
 _OOM_ADVICE: dict[str | None, tuple[str, ...]] = {
     PHASE_LOAD: (
@@ -380,7 +425,7 @@ CHILD_FAILED_ADVICE = (
     "the exception of the first traceback above 'Received sigquit'.",
 ) + UNKNOWN_ADVICE[1:]
 
-_SIGQUIT = re.compile(r"Received sigquit from a child process")
+_SIGQUIT = re.compile(r"Received sigquit from a child proces")  # "proces" in 0.4.x
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 # "[2026-05-01 10:00:00 TP0] " and "2025-07-02 16:41:31 | ERROR | stderr | " style prefixes
 _PREFIX = re.compile(
@@ -389,14 +434,22 @@ _PREFIX = re.compile(
     r"|\d{4}-\d{2}-\d{2} [\d:,.]+ - [\w.]+ - [A-Z]+ - "  # logging's default: "time - name - LEVEL - "
     r"|\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s*"  # Ray workers: "(WorkerDict pid=616, ip=...)"
     r"|\[rank\d+\]:\s?"  # torch.distributed's per-rank prefix
-    r"|[\w.-]+-\d+\s+\|\s)"  # docker compose: "sglang-1  | "
+    r"|[\w.-]+-\d+\s+\|\s"  # docker compose: "sglang-1  | "
+    r"|[\w.-]+\s{2,}\|\s"  # docker compose with container_name: "scalellm    | "
+    r"|\[pod/[^\]]+\]\s?"  # kubectl logs --prefix: "[pod/name/container] "
+    r"|[A-Z]+ \d{2}-\d{2} [\d:]+ (?:\[)?[\w.]+:\d+\]\s*"  # vLLM-style "INFO 03-06 10:05:08 __init__.py:190] "
+    r"|[A-Z]+ \d{4}-\d{2}-\d{2}T[\d:.]+Z\s+"  # cloud log viewers: "ERROR 2025-04-07T19:13:52.318Z "
+    r"|\w{3} \w{3} +\d+ [\d:]+ \d{4}\[\d+,\d+\]<std(?:out|err)>:)"  # mpirun --tag-output
 )
+# Ray's de-duplication note at the end of a line
+_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _EXCEPTION = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::\s.*|:?$)"
 )
 _FRAME = re.compile(r"^\s*File \"")
-_HIT_EXCEPTION = re.compile(r"\w+ hit an exception")
+# \b: only a word's first letter starts a match, so a long run of letters is scanned once, not once per letter
+_HIT_EXCEPTION = re.compile(r"\b\w+ hit an exception")
 _IMPORT_IGNORED = re.compile(r"Ignore import error when loading (sglang\.srt\.models\.\w+)")
 _READY = re.compile(r"The server is fired up and ready to roll!")
 
@@ -411,7 +464,7 @@ _M_CAPTURE_END = re.compile(r"Capture cuda graph end")
 def strip_prefix(line: str) -> str:
     """The message without its prefixes: SGLang's '[time TPn] ', a logger's 'time | LEVEL |
     name | ', docker's timestamps, compose's 'service-1  | ', torch's '[rank0]: '."""
-    text = _ANSI.sub("", line.rstrip("\r\n"))
+    text = _RAY_REPEATED.sub("", _ANSI.sub("", line.rstrip("\r\n")))
     for _ in range(4):
         stripped = _PREFIX.sub("", text, count=1)
         if stripped == text:
@@ -434,6 +487,7 @@ class Diagnosis:
     line_number: int | None = None  # 1-based line of the cause
     confidence: str = "matched"  # "matched" a signature line, or "inferred" from context
     ready: bool = False  # the log shows "The server is fired up and ready to roll!"
+    packages: tuple[str, ...] = ()  # import-failed: "name version" of the traceback's packages
 
     @property
     def failed(self) -> bool:
@@ -451,7 +505,7 @@ class Diagnosis:
             "line": self.line_number,
             "confidence": self.confidence,
             "ready": self.ready,
-        }
+        } | ({"packages": list(self.packages)} if self.packages else {})
 
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> Diagnosis:
@@ -466,6 +520,7 @@ class Diagnosis:
             line_number=data.get("line"),  # type: ignore[arg-type]
             confidence=str(data.get("confidence") or "matched"),
             ready=bool(data.get("ready")),
+            packages=tuple(data.get("packages") or ()),  # type: ignore[arg-type]
         )
 
 
@@ -494,10 +549,28 @@ def _classify(msgs: list[str], tb: _Traceback) -> Signature | None:
     """A traceback's exception by the catalog; an unmatched one raised from server_args.py
     is SGLang refusing the flags (its checks are asserts and ValueErrors there)."""
     assert tb.exception is not None
-    sig = _match(_exception_text(msgs, tb.exception))
+    text = _exception_text(msgs, tb.exception)
+    sig = _match(text)
     if sig is None and tb.frames and "server_args.py" in tb.frames[-1]:
         return _FLAGS_SIGNATURE
+    if sig is None and text.startswith("KeyError") and any("configuration_auto.py" in f for f in tb.frames):
+        # transformers' CONFIG_MAPPING has no entry for the checkpoint's model_type: too old
+        return _UNSUPPORTED_SIGNATURE
+    if sig is None and _is_import_chain(tb.frames):
+        return _IMPORT
     return sig
+
+
+_UNSUPPORTED_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == UNSUPPORTED_ARCHITECTURE)
+_MODULE_FRAME = re.compile(r'(?:site|dist)-packages/([A-Za-z_]\w*)/[^"]*?(\w+)\.py", line \d+, in <module>')
+
+
+def _is_import_chain(frames: Iterable[str]) -> bool:
+    """An exception raised while an installed package was being imported: an `in <module>`
+    frame of a site-packages module other than the entry point (launch_server.py runs as
+    __main__ and calls everything from its module level)."""
+    return any((m := _MODULE_FRAME.search(f)) and m.group(2) not in ("launch_server", "__main__")
+               for f in frames)
 
 
 def _jit_signature(text: str) -> Signature | None:
@@ -510,12 +583,14 @@ def _tracebacks(msgs: list[str]) -> list[_Traceback]:
     i = 0
     n = len(msgs)
     while i < n:
-        if not _TRACEBACK.search(msgs[i]):
+        # an excerpt may start in the middle of a traceback: its first frame starts one
+        headerless = not _TRACEBACK.search(msgs[i])
+        if headerless and not _FRAME.match(msgs[i]):
             i += 1
             continue
         start = i
         frames: list[str] = []
-        j = i + 1
+        j = i if headerless else i + 1
         exc: int | None = None
         while j < n:
             m = msgs[j]
@@ -538,7 +613,11 @@ def _tracebacks(msgs: list[str]) -> list[_Traceback]:
 def _exception_text(msgs: list[str], index: int) -> str:
     """The exception line plus its continuation lines (driver messages span several)."""
     parts = [msgs[index].strip()]
-    for k in range(index + 1, min(index + 4, len(msgs))):
+    k = index + 1
+    if parts[0].endswith(":"):  # "ImportError: " then the message on the lines below
+        while k < len(msgs) and not msgs[k].strip():
+            k += 1
+    for k in range(k, min(k + 3, len(msgs))):
         nxt = msgs[k].strip()
         if not nxt or _TRACEBACK.search(nxt) or _SIGQUIT.search(nxt) or _FRAME.match(msgs[k]):
             break
@@ -615,6 +694,10 @@ def _diagnose_at(
         load_end = _last_before(msgs, index, _M_LOAD_END)
         if load_end is not None:
             evidence_idx = sorted({load_end, *evidence_idx})
+    elif sig.failure_class == IMPORT_FAILED:
+        return _diagnose_import(log, index, frames, cause, via=via, evidence_idx=evidence_idx)
+    elif sig.failure_class == NO_GPU_VISIBLE and _cpu_launch(msgs):
+        advice = (CPU_ADVICE,)
     return Diagnosis(
         failure_class=sig.failure_class,
         cause=cause,
@@ -625,6 +708,83 @@ def _diagnose_at(
         via=via,
         line_number=index + 1,
         ready=log.ready,
+    )
+
+
+CPU_ADVICE = (
+    "This is a CPU launch (--device cpu): it needs SGLang's CPU build of sgl-kernel (built from "
+    "sgl-kernel/ for CPU, as SGLang's docker/xeon.Dockerfile does) and a CPU torch; the CUDA "
+    "build of sgl-kernel loads libcuda.so.1 and fails on a host without an NVIDIA driver. "
+    "Starting the container with --gpus does not help a host without GPUs."
+)
+_CPU_HINTS = re.compile(
+    r"--device[ =]cpu|device='cpu'|Intel AMX|Expected variant: CPU|Auto-configed device: cpu"
+)
+_PACKAGE_PATH = re.compile(r"(?:site|dist)-packages/([A-Za-z_]\w*)(?:/|\.py)")
+_DIST_INFO = re.compile(r"\b([A-Za-z][\w.]*?)-(\d+(?:\.\d+)+[\w.+]*?)\.dist-info")
+_PIN = re.compile(r"\b([A-Za-z][\w-]*)(?:==|: )v?(\d+\.\d+(?:\.\d+)?[\w.+]*)\b")
+
+
+def _cpu_launch(msgs: list[str]) -> bool:
+    return any(_CPU_HINTS.search(m) for m in msgs)
+
+
+def _dist_name(module: str) -> str:
+    return module.replace("_", "-").lower()
+
+
+def _package_versions(msgs: list[str]) -> dict[str, str]:
+    """Versions the log states: dist-info directories in paths, `pkg==1.2` pins and
+    check_env's `pkg: 1.2` lines; keyed by distribution name."""
+    found: dict[str, str] = {}
+    for m in msgs:
+        for name, version in _DIST_INFO.findall(m) + _PIN.findall(m):
+            found.setdefault(_dist_name(name), version)
+    return found
+
+
+def _diagnose_import(
+    log: _Log, index: int, frames: tuple[str, ...], cause: str, *, via: str | None, evidence_idx: list[int]
+) -> Diagnosis:
+    """The environment cannot import sglang: name the packages in the traceback's frames
+    (from their site-packages paths) with the versions the log gives, and the one that raised."""
+    msgs = log.msgs
+    modules = list(dict.fromkeys(m.group(1) for f in frames for m in [_PACKAGE_PATH.search(f)] if m))
+    block = msgs[index:index + 40]
+    for m in block:
+        if (hit := _PACKAGE_PATH.search(m)) and hit.group(1) not in modules:
+            modules.append(hit.group(1))
+    versions = _package_versions(msgs)
+    packages = tuple(f"{_dist_name(mod)} {versions[_dist_name(mod)]}" if _dist_name(mod) in versions
+                     else _dist_name(mod) for mod in modules)
+    raised_in = _dist_name(modules[-1]) if modules else None
+    no_driver = any("libcuda.so" in m for m in block)
+    advice: tuple[str, ...]
+    if no_driver and _cpu_launch(msgs):
+        advice = (CPU_ADVICE,)
+    elif no_driver:
+        advice = ("sgl-kernel's CUDA build needs libcuda.so.1: start the container with the GPUs "
+                  "(docker run --gpus, certify does this) on a host with the NVIDIA driver, or use "
+                  "the CPU build of sgl-kernel for --device cpu.", LOCK_ADVICE)
+    elif any("undefined symbol" in m for m in block):
+        advice = ("A compiled extension was built against another torch (an undefined C++ symbol): "
+                  "install the torch and sgl-kernel (or flash-attn) that the SGLang release pins, "
+                  "together.", LOCK_ADVICE)
+    else:
+        advice = (LOCK_ADVICE,)
+    where = f" in {raised_in}" if raised_in else ""
+    summary = (f"The environment cannot import sglang: the import failed{where}"
+               + (f"; packages in the traceback: {', '.join(packages)}." if packages else "."))
+    return Diagnosis(
+        failure_class=IMPORT_FAILED,
+        cause=cause,
+        advice=advice,
+        evidence=tuple(log.lines[i].rstrip("\r\n") for i in evidence_idx),
+        summary=summary,
+        via=via,
+        line_number=index + 1,
+        ready=log.ready,
+        packages=packages,
     )
 
 
@@ -757,7 +917,12 @@ def _diagnose_first_signature_line(log: _Log) -> Diagnosis | None:
 def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
     """A failure marker (a traceback, 'Hit an exception') with no signature."""
     lines, msgs = log.lines, log.msgs
-    marker = next((i for i, m in enumerate(log.scan) if _HIT_EXCEPTION.search(m) or _TRACEBACK.search(m)), None)
+    # a line that states a failure ("XError: message", unindented) counts without a traceback
+    marker = next((i for i, m in enumerate(log.scan)
+                   if _HIT_EXCEPTION.search(m) or _TRACEBACK.search(m) or _EXCEPTION.match(m)), None)
+    starts = [tb.start for tb in log.tracebacks]
+    if starts and (marker is None or starts[0] < marker):
+        marker = starts[0]
     if marker is None:
         return None
     for k in range(marker):
