@@ -34,7 +34,14 @@ def patch_gpu_probes(memory_mib: int, sm: int, gpu_name: str, gpus: int) -> list
 
     # Imported before any patch: these modules decide at import time whether to load
     # sgl_kernel's CUDA ops (which need a driver); server_args asks again at parse time.
-    import sglang.srt.configs.model_config  # noqa: F401
+    import importlib
+
+    for name in ("sglang.srt.configs.model_config", "sglang.srt.model_loader", "sglang.srt.arg_groups.overrides",
+                 "sglang.srt.arg_groups.memory_hook"):
+        try:  # the last two exist from 0.5.14 / 0.5.16 on (resolution imports the loader)
+            importlib.import_module(name)
+        except ImportError:
+            pass
     import sglang.srt.server_args as server_args
     import sglang.srt.utils as utils
 
@@ -49,17 +56,32 @@ def patch_gpu_probes(memory_mib: int, sm: int, gpu_name: str, gpus: int) -> list
         "is_sm90_supported": lambda *a, **k: sm >= 90,
     }
     done = []
-    for name, fn in patches.items():
-        for module in (server_args, utils):
-            if hasattr(module, name):
+    # Every sglang module that imported a probe by name holds its own reference (server_args.py,
+    # utils, 0.5.16+ arg_groups/memory_hook.py ...): replace each reference to the original.
+    originals = {name: getattr(utils, name) for name in patches if hasattr(utils, name)}
+    for module_name, module in sorted(sys.modules.items()):
+        if not module_name.startswith("sglang") or module is None:
+            continue
+        for name, fn in patches.items():
+            current = getattr(module, name, None)
+            if current is not None and (current is originals.get(name) or module in (server_args, utils)):
                 setattr(module, name, fn)
-                done.append(f"{module.__name__}.{name}")
+                done.append(f"{module_name}.{name}")
     torch.cuda.is_available = lambda: True
     torch.cuda.device_count = lambda: gpus
     torch.cuda.get_device_capability = lambda *a, **k: (major, minor)
     torch.cuda.get_device_name = lambda *a, **k: gpu_name
     done += ["torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.get_device_capability",
              "torch.cuda.get_device_name"]
+    try:  # 0.5.17+: runtime_context.py's own way to say what machine this is
+        from sglang.srt.runtime_context import override_platform
+    except ImportError:
+        return done
+    override_platform(is_cuda=True, is_hip=False, is_npu=False, is_xpu=False, is_musa=False, is_mps=False,
+                      is_sm90=sm >= 90, is_sm100=sm >= 100, is_sm100_or_sm110=sm >= 100, is_sm110=sm >= 110,
+                      is_sm120=sm >= 120, is_blackwell=sm >= 100, is_hopper_with_cuda_12_3=sm == 90,
+                      device_sm=sm, device_capability=(major, minor)).install()
+    done.append("sglang.srt.runtime_context.override_platform")
     return done
 
 
@@ -70,14 +92,28 @@ def run_case(argv: list[str]) -> dict:
     try:
         with contextlib.redirect_stderr(err):
             args = prepare_server_args(list(argv))
-            if hasattr(args, "check_server_args"):
-                pass  # __post_init__ already calls it in the releases we run
+            view = args
+            if hasattr(args, "resolve_once"):
+                # 0.5.16+: prepare_server_args returns the raw input; launch_server.py run_server
+                # resolves it (resolve_once) and reads it through arg_groups/overrides.py resolving_view
+                from sglang.srt.arg_groups.overrides import resolving_view
+
+                args.resolve_once()
+                view = resolving_view(args)
     except SystemExit:
         lines = [line for line in err.getvalue().splitlines() if line.strip()]
         return {"outcome": "refuse-parse", "message": lines[-1] if lines else "", "resolved": {}}
     except Exception as exc:  # SGLang raises ValueError, AssertionError, RuntimeError...
         return {"outcome": "refuse-after", "message": f"{type(exc).__name__}: {exc}", "resolved": {}}
-    return {"outcome": "accept", "message": "", "resolved": {k: getattr(args, k, None) for k in RESOLVED}}
+    resolved = {k: getattr(view, k, None) for k in RESOLVED}
+    # 0.5.16+ names: the decode graph's max batch (cuda_graph_config.decode.max_bs) and the
+    # hybrid cache strategy (mamba_radix_cache_strategy) hold what the older fields held
+    graphs = getattr(view, "cuda_graph_config", None)
+    if resolved["cuda_graph_max_bs"] is None and graphs is not None:
+        resolved["cuda_graph_max_bs"] = getattr(getattr(graphs, "decode", None), "max_bs", None)
+    if resolved["mamba_scheduler_strategy"] is None:
+        resolved["mamba_scheduler_strategy"] = getattr(view, "mamba_radix_cache_strategy", None)
+    return {"outcome": "accept", "message": "", "resolved": resolved}
 
 
 def main() -> int:
