@@ -36,6 +36,8 @@ def diagnose(logfile: str, as_json: bool) -> None:
             click.echo(d.summary)
         if d.cause:
             click.echo(f"cause (line {d.line_number}): {d.cause}")
+        if d.packages:
+            click.echo(f"packages in the traceback: {', '.join(d.packages)}")
         for item in d.advice:
             click.echo(f"  - {item}")
         if d.evidence:

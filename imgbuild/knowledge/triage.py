@@ -141,6 +141,7 @@ CATALOG: tuple[Signature, ...] = (
             r"CUDA error: out of memory",
             r"cudaErrorMemoryAllocation",
             r"NPU out of memory",  # torch_npu on Ascend, the same failure
+            r"RayTaskError\(OutOfMemoryError\)",  # a Ray task (an RL rollout) that hit it
         ),
         "A CUDA allocation failed: the GPU ran out of memory.",
         (),  # advice depends on the phase, see _OOM_ADVICE
@@ -260,7 +261,7 @@ CATALOG: tuple[Signature, ...] = (
             r"is not a local folder and is not a valid model identifier",
             r"Incorrect path_or_model_id",
             r"Can't load the configuration of",
-            r"does not appear to have a file named config\.json",
+            r"does not appear to have a file named [\w.-]+\.json",
             r"RepositoryNotFoundError|HFValidationError",
             r"GatedRepoError|Cannot access gated repo",
             r"No such file or directory: '[^']*config\.json'",
@@ -287,6 +288,7 @@ CATALOG: tuple[Signature, ...] = (
             r"Command '\['/usr/bin/(gcc|cc|g\+\+)'.*returned non-zero exit status",
             r"CalledProcessError: Command .*(ninja|nvcc|gcc|ptxas)",
             r"PTXASError|ptxas fatal",
+            r"^FAILED: (?:\[code=\d+\] )?\S+\.o\s*$",  # ninja's line for the object that failed
         ),
         "A kernel that is compiled at launch (flashinfer, triton, deep_gemm JIT) failed to build.",
         (
@@ -337,7 +339,7 @@ _IMPORT = Signature(
         r"ImportError: .*undefined symbol",
         r"undefined symbol: _Z\w+",
         r"ModuleNotFoundError: No module named",
-        r"ImportError: cannot import name",
+        r"\bImportError: ",
     ),
     "The environment cannot import sglang: a package it imports failed to load.",
     (LOCK_ADVICE,),
@@ -432,7 +434,7 @@ _PREFIX = re.compile(
     r"^\s*(?:\[[^\]]*\d{2}:\d{2}:\d{2}[^\]]*\]\s*"  # [2026-05-01 10:00:00 TP0]
     r"|\d{4}-\d{2}-\d{2}[ T][\d:,.]+Z?\s*(?:\|[^|]*\|\s*)*"  # 2025-07-02 16:41:31 | ERROR | x |, docker --timestamps
     r"|\d{4}-\d{2}-\d{2} [\d:,.]+ - [\w.]+ - [A-Z]+ - "  # logging's default: "time - name - LEVEL - "
-    r"|\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s*"  # Ray workers: "(WorkerDict pid=616, ip=...)"
+    r"|\(\w+ pid=\d+(?:, ip=[\w.-]+)?\)\s*"  # Ray workers: "(WorkerDict pid=616, ip=...)"
     r"|\[rank\d+\]:\s?"  # torch.distributed's per-rank prefix
     r"|[\w.-]+-\d+\s+\|\s"  # docker compose: "sglang-1  | "
     r"|[\w.-]+\s{2,}\|\s"  # docker compose with container_name: "scalellm    | "
@@ -443,13 +445,16 @@ _PREFIX = re.compile(
 )
 # Ray's de-duplication note at the end of a line
 _RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# colour codes, also as pasted without their ESC byte ("[36m(WorkerDict pid=1)[0m") or as ^[
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|(?:\^\[)?\[(?:\d{1,3};)*\d{1,3}m")
 _EXCEPTION = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::\s.*|:?$)"
 )
 _FRAME = re.compile(r"^\s*File \"")
 # \b: only a word's first letter starts a match, so a long run of letters is scanned once, not once per letter
 _HIT_EXCEPTION = re.compile(r"\b\w+ hit an exception")
+# c10's report of a C++ exception (CUDA errors surface so in Ray workers' logs)
+_CPP_EXCEPTION = re.compile(r"^Exception raised from \w+ at ")
 _IMPORT_IGNORED = re.compile(r"Ignore import error when loading (sglang\.srt\.models\.\w+)")
 _READY = re.compile(r"The server is fired up and ready to roll!")
 
@@ -562,7 +567,8 @@ def _classify(msgs: list[str], tb: _Traceback) -> Signature | None:
 
 
 _UNSUPPORTED_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == UNSUPPORTED_ARCHITECTURE)
-_MODULE_FRAME = re.compile(r'(?:site|dist)-packages/([A-Za-z_]\w*)/[^"]*?(\w+)\.py", line \d+, in <module>')
+# installed packages, and sglang run from a source checkout (/sgl-workspace/sglang/python/sglang/...)
+_MODULE_FRAME = re.compile(r'(?:(?:site|dist)-packages|/python)/([A-Za-z_]\w*)/[^"]*?(\w+)\.py", line \d+, in <module>')
 
 
 def _is_import_chain(frames: Iterable[str]) -> bool:
@@ -919,7 +925,8 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
     lines, msgs = log.lines, log.msgs
     # a line that states a failure ("XError: message", unindented) counts without a traceback
     marker = next((i for i, m in enumerate(log.scan)
-                   if _HIT_EXCEPTION.search(m) or _TRACEBACK.search(m) or _EXCEPTION.match(m)), None)
+                   if _HIT_EXCEPTION.search(m) or _TRACEBACK.search(m) or _EXCEPTION.match(m)
+                   or _CPP_EXCEPTION.match(m)), None)
     starts = [tb.start for tb in log.tracebacks]
     if starts and (marker is None or starts[0] < marker):
         marker = starts[0]
@@ -938,6 +945,19 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
                 confidence="inferred",
                 ready=log.ready,
             )
+    cut = next((tb for tb in log.tracebacks if tb.start == marker and tb.exception is None), None)
+    if cut is not None and _is_import_chain(cut.frames):
+        return Diagnosis(
+            failure_class=IMPORT_FAILED,
+            cause=f"{cut.frames[-1]} (the exception itself is not in the log)",
+            advice=(LOCK_ADVICE,),
+            evidence=(lines[marker],),
+            summary="Probably the environment cannot import sglang: the traceback, cut before its "
+            "exception, is a chain of module imports.",
+            line_number=marker + 1,
+            confidence="inferred",
+            ready=log.ready,
+        )
     inferred = _infer_from_milestones(lines, msgs, marker, ready=log.ready, via=None)
     if inferred is not None:
         return inferred
