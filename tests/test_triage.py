@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from packaging.version import Version
 
 from imgbuild.cli import cli
 from imgbuild.knowledge.triage import CLASSES, LogWatcher, diagnose_log, read_figures
@@ -449,3 +450,51 @@ def test_diagnose_json_lists_the_packages_of_an_import_failure():
     result = CliRunner().invoke(cli, ["diagnose", "--json", str(LOGS / "local" / "import-failed.local-kernels-0.17.2.txt")])
     assert result.exit_code == 1
     assert json.loads(result.output)["packages"] == ["transformers 5.6.0", "kernels 0.17.2"]
+
+
+# ---- SGLang's own start-up texts (imgbuild/data/sglang_messages.json, scripts/gen_matrix/messages.py) ----
+MESSAGES = json.loads((Path(__file__).parents[1] / "imgbuild" / "data" / "sglang_messages.json").read_text())
+
+
+def as_logged(message: dict) -> str:
+    """The message as the log shows it: the raised class, holes filled with a number."""
+    exc = message["kind"].split()[-1] if message["kind"].startswith("raise") else "RuntimeError"
+    return f"{exc}: {message['text'].replace('{...}', '1')}"
+
+
+# (step, a fragment every wording of it has, the class)
+OWN_TEXTS = [
+    ("device", "No accelerator (", "no-gpu-visible"),
+    ("memory-pools", "Not enough memory", "not-enough-memory"),
+    ("distributed", "NCCL error", "nccl"),
+    ("distributed", "Failed to load NCCL library", "nccl"),
+    ("ports", "Could not bind port", "port-in-use"),
+    ("ports", "is not available in", "port-in-use"),
+]
+
+
+@pytest.mark.parametrize("step, fragment, klass", OWN_TEXTS, ids=[f"{s}:{f}" for s, f, _ in OWN_TEXTS])
+def test_every_release_wording_of_an_sglang_text_is_classified(step, fragment, klass):
+    found = [m for m in MESSAGES["messages"] if m["step"] == step and fragment in m["text"]]
+    assert found, "the generator found the text in the wheels"
+    for message in found:
+        assert diagnose_log([as_logged(message)]).failure_class == klass, (message["first"], message["text"])
+
+
+def test_no_accelerator_has_a_wording_per_release_range_up_to_the_newest():
+    wordings = {m["text"]: (m["first"], m["last"]) for m in MESSAGES["messages"] if "No accelerator (" in m["text"]}
+    newest = max(Version(last) for _, last in wordings.values())
+    assert len(wordings) >= 5 and newest == max(Version(v) for v in MESSAGES["releases"])
+
+
+def test_a_server_args_refusal_is_flags_refused_in_every_release(capsys):
+    """Each check server_args.py raises, in a traceback raised from server_args.py, is the
+    flags being refused (or a more specific class)."""
+    refused = [m for m in MESSAGES["messages"] if m["step"] == "server-args" and m["kind"].startswith("raise")]
+    frame = '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/server_args.py", line 1, in __post_init__'
+    classes = [diagnose_log(["Traceback (most recent call last):", frame, as_logged(m)]).failure_class for m in refused]
+    with capsys.disabled():
+        known = [m for m in MESSAGES["messages"] if diagnose_log([as_logged(m)]).failure_class not in ("unknown", "none")]
+        print(f"\nsglang start-up texts: {len(MESSAGES['messages'])} from {len(MESSAGES['releases'])} releases; "
+              f"{len(known)} classified from the line alone; {len(refused)} server_args refusals")
+    assert len(refused) > 100 and all(c not in ("unknown", "none") for c in classes)

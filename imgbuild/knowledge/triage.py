@@ -223,6 +223,7 @@ CATALOG: tuple[Signature, ...] = (
             # torch's watchdog lines lose "ProcessGroupNCCL.cpp" with their [E... file:line] prefix
             r"Watchdog caught collective operation timeout",
             r"Some NCCL operations have failed or timed out",
+            r"Failed to load NCCL library from",  # pynccl_wrapper.py logs it before failing
         ),
         "NCCL, which links the GPUs for tensor parallelism, failed.",
         (
@@ -242,8 +243,9 @@ CATALOG: tuple[Signature, ...] = (
             r"address already in use",
             r"EADDRINUSE",
             # utils/network.py wait_port_available: "{port_name} at {port} is not available in {timeout} seconds"
-            r"port at \d+ is not available",
+            r"port at \d+ is not available|\bat \d+ is not available in \d+ seconds",
             r"[Pp]ort \d+ is (?:not available|already in use)",
+            r"Could not bind port \d+",  # utils/network.py (0.5.x)
         ),
         "A port SGLang needs is already bound by another process.",
         (
@@ -349,10 +351,12 @@ _IMPORT = Signature(
 _NO_GPU = Signature(
     NO_GPU_VISIBLE,
     _re(
-        # utils/common.py get_device(), every release's wording: "(CUDA, XPU, HPU)" in
-        # 0.4.x, "+ NPU, MUSA" by 0.5.9, "+ MPS" in 0.5.11 (see imgbuild/data/sglang_messages.json);
-        # the "Warning: ... - Falling back to CPU" form of 0.5.3 is not the failure
-        r"No accelerator \([^)]*\) is available(?!\.? - Falling back)",
+        # utils/common.py get_device(), every release's wording (imgbuild/data/sglang_messages.json):
+        # "(CUDA, XPU, HPU)" 0.4.4-0.5.6, "+ NPU" 0.5.6.post1, "+ MUSA" 0.5.9, "+ MPS" 0.5.10,
+        # "... or platform plugin is available." from 0.5.13; the "Warning: ... - Falling back
+        # to CPU" form of 0.5.3 is not the failure
+        r"No accelerator \([^)]*\)(?: or platform plugin)? is available(?!\.? - Falling back)",
+        r"No supported accelerator \([^)]*\) available",
         r"No CUDA GPUs are available",
         r"Found no NVIDIA driver on your system",
         r"libcuda\.so(\.1)?: cannot open shared object file",
@@ -448,7 +452,7 @@ _RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 # colour codes, also as pasted without their ESC byte ("[36m(WorkerDict pid=1)[0m") or as ^[
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|(?:\^\[)?\[(?:\d{1,3};)*\d{1,3}m")
 _EXCEPTION = re.compile(
-    r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::\s.*|:?$)"
+    r"^(?:[A-Za-z_][\w]*\.)*\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::\s.*|:?$)"
 )
 _FRAME = re.compile(r"^\s*File \"")
 # \b: only a word's first letter starts a match, so a long run of letters is scanned once, not once per letter
