@@ -265,3 +265,32 @@ state_dir = click.option(
     "--state", "state_dir", default=None, type=_dir,
     help="Where make keeps each step's inputs and results (default: $XDG_STATE_HOME/imgbuild/make).",
 )
+
+# --- fleet (Slurm) ---------------------------------------------------------------------
+fleet_targets = click.option(
+    "--target", "target_names", multiple=True, metavar="NAME",
+    help="A matrix.yaml target to certify, one Slurm job each (repeat).",
+)
+slurm_partition = click.option("--partition", default=None, metavar="NAME", help="The Slurm partition (default: the cluster's).")
+gres_types = click.option(
+    "--gres-type", "gres_pairs", multiple=True, metavar="GPU=TYPE",
+    help="The gres Type= of a GPU on this cluster, e.g. 'RTX A6000=a6000' (default: the GPU's first alias in matrix.yaml).",
+)
+node_constraints = click.option(
+    "--constraint", "constraint_pairs", multiple=True, metavar="GPU=FEATURE",
+    help="A node feature the jobs for this GPU ask for (--constraint), where the site needs one.",
+)
+node_launcher = click.option(
+    "--launcher", "launcher_text", default=None, metavar="'CMD'",
+    help="A prefix for the job's command on the node (e.g. 'apptainer exec imgbuild.sif').",
+)
+node_imgbuild = click.option(
+    "--node-imgbuild", "node_imgbuild_text", default=None, metavar="'CMD'",
+    help="How a node runs imgbuild (default: this Python, -m imgbuild.cli).",
+)
+job_export = click.option(
+    "--export", "export_names", multiple=True, metavar="VAR",
+    help="Pass this environment variable on to the jobs too (repeat); only PATH, HOME, DOCKER_HOST and imgbuild's own go by default.",
+)
+node_port = click.option("--port", "host_port", type=int, default=0, show_default=True,
+                         help="HTTP port on the node's 127.0.0.1 (0: a free one).")

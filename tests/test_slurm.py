@@ -1,0 +1,90 @@
+"""fleet certify against the real Slurm of scripts/services (slurmctld + slurmd + munge on
+127.0.0.1, one node with gpu:a6000:2 and gpu:l4:1 on dummy devices): one job per target,
+the real certify of the stand-in image on the node's Docker engine with --no-gpus."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from imgbuild.flows.fleet import gres_of
+from imgbuild.knowledge.matrix import load_matrix
+from test_certify import docker_env, model_dir, standin_image  # noqa: F401 - fixtures
+from test_make import write_matrix
+
+TESTS = Path(__file__).resolve().parent
+NODE_SNAPSHOT = TESTS / "data" / "gpus" / "node-a6000x2-l4x1.json"
+
+
+@pytest.fixture(scope="module")
+def slurm_up():
+    ok = shutil.which("scontrol") and subprocess.run(["scontrol", "ping"], capture_output=True, text=True).returncode == 0
+    if not ok:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI without Slurm: scripts/services start brings it up")
+        pytest.skip("no Slurm (sudo scripts/services start)")
+
+
+GRES = [
+    ("alias-a6000", "RTX A6000x2", {}, "gpu:a6000:2"),
+    ("alias-l4", "L4", {}, "gpu:l4:1"),
+    ("site-table", "RTX A6000x2", {"RTX A6000": "rtxa6000"}, "gpu:rtxa6000:2"),
+]
+
+
+@pytest.mark.parametrize("gpus, table, gres", [g[1:] for g in GRES], ids=[g[0] for g in GRES])
+def test_gres_of_maps_target_gpus_to_typed_gres(gpus, table, gres):
+    assert gres_of(load_matrix(), gpus, table)[0] == gres
+
+
+def fleet_matrix(tmp_path: Path) -> Path:
+    common = {"kind": "test", "engine": "0.5.9", "base": "debootstrap-bookworm", "python": "3.11", "model": "m",
+              "packages": ["six==1.17.0"]}
+    return write_matrix(tmp_path, [
+        {"name": "standin-a6000x2", "gpus": "RTX A6000x2", "launch_flags": ["--tp", "2"], **common},
+        {"name": "standin-l4", "gpus": "L4", "launch_flags": ["--tp", "1"], **common},
+        {"name": "standin-h100", "gpus": "H100 SXM", "launch_flags": ["--tp", "1"], **common},
+    ])
+
+
+def fleet(args: list[str], env: dict[str, str], tmp_path: Path, **kw) -> subprocess.CompletedProcess[str]:
+    run_env = {**os.environ, "DOCKER_HOST": env["DOCKER_HOST"], "IMGBUILD_GPU_SNAPSHOT": str(NODE_SNAPSHOT),
+               "XDG_RUNTIME_DIR": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "node-data")}
+    return subprocess.run([sys.executable, "-m", "imgbuild.cli", "fleet", "certify", *args,
+                           "--matrix", str(fleet_matrix(tmp_path)), "--store", str(tmp_path / "certs")],
+                          capture_output=True, text=True, env=run_env, timeout=240, check=False, **kw)
+
+
+@pytest.mark.docker
+def test_fleet_certifies_two_gpu_types_in_parallel_jobs(slurm_up, docker_env, standin_image, model_dir, tmp_path):
+    env, _ = docker_env
+    proc = fleet([standin_image[0], "--target", "standin-a6000x2", "--target", "standin-l4", "--model-dir",
+                  str(model_dir), "--no-gpus", "--no-plan", "--timeout", "60", "--env", "STANDIN_STEP_S=0.05",
+                  "--json"], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = {r["target"]: r for r in json.loads(proc.stdout)}
+    assert rows["standin-a6000x2"]["verdict"] == rows["standin-l4"]["verdict"] == "pass-unattested"
+    a, l4 = rows["standin-a6000x2"]["slurm"], rows["standin-l4"]["slurm"]
+    assert (a["gres"], l4["gres"]) == ("gpu:a6000:2", "gpu:l4:1")
+    assert a["gpu_indices"] == [0, 1] and l4["gpu_indices"] == [2]
+    assert l4["gpu_uuids"] == ["GPU-l4-0000-standin"] and a["job_id"] != l4["job_id"]
+    assert a["node"] and a["state"] == "COMPLETED"
+    stored = json.loads((tmp_path / "certs" / f"{rows['standin-l4']['certificate']}.json").read_text())
+    assert stored["slurm"]["job_id"] == l4["job_id"] and stored["hardware"]["gpus"][0]["name"] == "NVIDIA L4"
+    assert subprocess.run(["squeue", "-h", "-n", a["job_name"]], capture_output=True, text=True).stdout.strip() == ""
+
+
+@pytest.mark.docker
+def test_fleet_refuses_gpus_no_node_has_at_once_with_slurms_message(slurm_up, docker_env, standin_image, tmp_path):
+    env, _ = docker_env
+    proc = fleet([standin_image[0], "--target", "standin-l4", "--target", "standin-h100", "--no-gpus"], env, tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "--gres=gpu:h100-sxm" in proc.stderr or "gres=gpu:h100" in proc.stderr, proc.stderr
+    assert "Requested node configuration is not available" in proc.stderr
+    assert not (tmp_path / "certs").exists() or not list((tmp_path / "certs").glob("*.json"))
