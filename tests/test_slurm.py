@@ -88,3 +88,36 @@ def test_fleet_refuses_gpus_no_node_has_at_once_with_slurms_message(slurm_up, do
     assert "--gres=gpu:h100-sxm" in proc.stderr or "gres=gpu:h100" in proc.stderr, proc.stderr
     assert "Requested node configuration is not available" in proc.stderr
     assert not (tmp_path / "certs").exists() or not list((tmp_path / "certs").glob("*.json"))
+
+
+@pytest.mark.docker
+def test_fleet_sigterm_cancels_its_jobs_and_leaves_no_container(slurm_up, docker_env, standin_image, model_dir,
+                                                                 tmp_path):
+    import signal
+    import time
+
+    from imgbuild.adapters import engine
+
+    env, eng = docker_env
+    run_env = {**os.environ, "DOCKER_HOST": env["DOCKER_HOST"], "IMGBUILD_GPU_SNAPSHOT": str(NODE_SNAPSHOT),
+               "XDG_RUNTIME_DIR": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "node-data")}
+    proc = subprocess.Popen([sys.executable, "-m", "imgbuild.cli", "fleet", "certify", standin_image[0],
+                             "--target", "standin-l4", "--model-dir", str(model_dir), "--no-gpus", "--no-plan",
+                             "--env", "STANDIN_FAIL=hang", "--matrix", str(fleet_matrix(tmp_path)),
+                             "--store", str(tmp_path / "certs")], stderr=subprocess.PIPE, text=True, env=run_env)
+    seen = []
+    for line in proc.stderr:  # type: ignore[union-attr]
+        seen.append(line)
+        if "starting " in line and "[standin-l4]" in line:
+            break
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.stderr.read()  # type: ignore[union-attr]
+    assert proc.wait(90) == 130, "".join(seen) + rest
+    assert "cancelling 1 jobs (scancel)" in rest
+    certs = [json.loads(p.read_text()) for p in (tmp_path / "certs").glob("*.json")]
+    assert [c["failure"]["stage"] for c in certs] == ["interrupted"]
+    name = certs[0]["slurm"]["job_name"]
+    assert subprocess.run(["squeue", "-h", "-n", name], capture_output=True, text=True).stdout.strip() == ""
+    assert engine.containers_labelled(eng, engine.CERTIFY_LABEL, certs[0]["id"]) == []
+    assert certs[0]["teardown"]["container_removed"], "the node's certify removed its container"

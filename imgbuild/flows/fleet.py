@@ -118,7 +118,8 @@ def certify_fleet(options: FleetOptions, *, matrix: Matrix, store: CertStore,
     requests = plan_jobs(options, matrix)
     for request in requests:
         estimate = slurm.probe_request(request)
-        progress(f"slurm: {request.name}: --gres={request.gres} --time={request.time_limit()} min: {estimate}")
+        progress(f"slurm: {request.name}: --gres={request.gres} --time={request.time_limit()} min"
+                 + (f": {estimate}" if estimate else ""))
     runs = [_Submitted(target=t, request=r) for t, r in zip(options.targets, requests)]
     try:
         for run in runs:
@@ -189,11 +190,16 @@ def _cancel_all(runs: list[_Submitted], wait_s: float, progress: Callable[[str],
         if run.job is not None and run.job.wait(max(0.0, deadline - time.monotonic())) is None:
             run.job.proc.kill()  # the job itself is cancelled; this is only our srun
             run.job.wait(5)
-    for run in runs:
+    # srun returns before the job has left the node (COMPLETING): wait for Slurm to say it ended.
+    while time.monotonic() < deadline:
         try:
-            _look_up(run, progress)
+            for run in runs:
+                _look_up(run, progress)
         except Exception:  # noqa: BLE001 - the record of an interrupted run must still be written
-            pass
+            break
+        if all(r.info is None or r.info.state in slurm.ENDED_STATES for r in runs):
+            break
+        time.sleep(0.25)
 
 
 def _store_result(run: _Submitted, image: str, store: CertStore, *, interrupted: bool) -> dict[str, Any]:
