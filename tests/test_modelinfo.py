@@ -254,3 +254,61 @@ def test_moe_layer_count_follows_the_sparse_step_and_dense_layers() -> None:
     # layers 1, 3, 5, 7 are on the stride; 3 is MLP-only
     assert moe_layer_count(text, 8) == 3
     assert moe_layer_count({"num_experts": 0}, 8) == 0
+
+
+# google/gemma-3-4b-it's config.json as a public test quotes it (imgbuild search index id 70892509106),
+# without the final_logit_softcapping that test adds: no num_attention_heads, head_dim, vocab_size,
+# max_position_embeddings or tie_word_embeddings. Published total: 4,300,079,472 parameters.
+GEMMA3_4B_IT = {
+    "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999, "eoi_token_index": 256000,
+    "image_token_index": 262144, "mm_tokens_per_image": 256, "model_type": "gemma3", "torch_dtype": "bfloat16",
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text", "num_hidden_layers": 34,
+                    "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024},
+    "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304, "model_type": "siglip_vision_model",
+                      "num_attention_heads": 16, "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": False},
+}  # fmt: skip
+
+
+def test_sparse_gemma3_config_takes_transformers_class_defaults() -> None:
+    info = describe_model(GEMMA3_4B_IT, None, source="gemma-3-4b-it")
+    g = info.geometry
+    assert (g.num_attention_heads, g.num_kv_heads, g.head_dim) == (8, 4, 256)
+    assert (g.vocab_size, g.max_position_embeddings, g.tie_word_embeddings) == (262_208, 131_072, True)
+    assert g.sliding_window == 1024 and g.vision is not None and g.vision.kind == "siglip"
+    # the tied embedding counted once, the SigLIP tower and projector from their shapes: within
+    # 0.01 % of the published total (the Gemma norms beyond two per layer are not counted)
+    assert info.parameter_breakdown["lm_head"] == 0
+    assert info.parameters == pytest.approx(4_300_079_472, rel=1e-4)
+
+
+def test_gemma3_layer_types_default_to_five_sliding_one_full() -> None:
+    g = read_geometry(GEMMA3_4B_IT)
+    assert g.num_layers == 34 and g.full_attention_layers + g.linear_attention_layers == 34
+
+
+# google/gemma-3-12b-it's config.json (https://huggingface.co/google/gemma-3-12b-it) as a public repository
+# embeds it with "Source: google/gemma-3-12b-it config.json" (imgbuild search index id 52647932717). Kept
+# here, not under tests/data/models, so scripts/plan_corpus.py's cases stay the same.
+GEMMA3_12B_IT = {
+    "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999, "eoi_token_index": 256000,
+    "eos_token_id": [1, 106], "image_token_index": 262144, "initializer_range": 0.02, "mm_tokens_per_image": 256,
+    "model_type": "gemma3", "torch_dtype": "bfloat16",
+    "text_config": {"hidden_size": 3840, "intermediate_size": 15360, "model_type": "gemma3_text",
+                    "num_attention_heads": 16, "num_hidden_layers": 48, "num_key_value_heads": 8,
+                    "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024},
+    "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304, "model_type": "siglip_vision_model",
+                      "num_attention_heads": 16, "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": False},
+}  # fmt: skip
+
+
+def test_published_gemma3_12b_config_is_read_as_transformers_reads_it(tmp_path: Path) -> None:
+    info = inspect_model(str(write_config(tmp_path, GEMMA3_12B_IT)))
+    assert (info.vocab_size, info.head_dim, info.tie_word_embeddings) == (262_208, 256, True)
+    assert info.geometry.max_position_embeddings == 131_072
+    assert info.parameters == pytest.approx(12.19e9, rel=0.01)  # the model card's 12.2B
+
+
+def test_families_without_recorded_defaults_pass_unchanged() -> None:
+    from imgbuild.knowledge.modelinfo import with_transformers_defaults
+
+    assert with_transformers_defaults(LLAMA_31_8B) is LLAMA_31_8B

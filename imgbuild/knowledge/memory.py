@@ -35,6 +35,7 @@ from typing import Any
 
 from imgbuild.knowledge.modelinfo import (
     DTYPE_BYTES,
+    MODELLED_VISION,
     ModelGeometry,
     VisionGeometry,
     attention_params,
@@ -199,7 +200,7 @@ def split_weights(
         mtp_gpu, mtp_total = one_gpu * g.mtp_layers, one_total * g.mtp_layers
 
     vis_gpu, vis_total = 0.0, 0
-    if g.vision is not None and g.vision.kind == "qwen3-vl":
+    if g.vision is not None and g.vision.kind in MODELLED_VISION:
         vis_gpu, vis_total = vision_params(g.vision, vision_tp or tp)
 
     unexplained = _checkpoint_gap(g, int(target_total + mtp_total + vis_total))

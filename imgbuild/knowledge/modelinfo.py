@@ -49,6 +49,7 @@ HYBRID_GDN_ARCHITECTURES = frozenset({
     "Qwen3_5MoeForCausalLM",
 })  # fmt: skip
 LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
+MODELLED_VISION = frozenset({"qwen3-vl", "siglip"})  # towers counted from their shapes
 
 
 class HubFetcher(Protocol):
@@ -61,7 +62,7 @@ class VisionGeometry:
     """A vision tower as SGLang builds it: Qwen3-VL's blocks ("qwen3-vl"), or only what
     adjust_mem_fraction_for_vlm reads ("opaque": its parameters come from the index)."""
 
-    kind: str  # "qwen3-vl" | "opaque"
+    kind: str  # "qwen3-vl" | "siglip" | "opaque"
     depth: int = 0
     hidden_size: int = 0
     intermediate_size: int = 0
@@ -241,6 +242,7 @@ def read_model_files(source: str, *, hub: HubFetcher | None = None) -> tuple[dic
         config = _parse_json(read_bounded(config_path, MAX_CONFIG_BYTES), str(config_path), local=True)
         index = (_parse_json(read_bounded(index_path, MAX_INDEX_BYTES), str(index_path), local=True)
                  if index_path.is_file() else None)
+        check_model_files(config, index, source=source)
         return config, index
     hub_id = split_hub_id(source)
     if hub_id is None:
@@ -257,6 +259,7 @@ def read_model_files(source: str, *, hub: HubFetcher | None = None) -> tuple[dic
     raw_index = hub.fetch(repo, revision, INDEX_NAME)
     config = _parse_json(raw_config, f"{source}:{CONFIG_NAME}")
     index = _parse_json(raw_index, f"{source}:{INDEX_NAME}") if raw_index is not None else None
+    check_model_files(config, index, source=source)
     return config, index
 
 
@@ -274,6 +277,63 @@ def read_bounded(path: Path, max_bytes: int) -> bytes:
     return data
 
 
+# Bounds on the counts a config gives, far above any checkpoint (the largest have ~100 layers
+# and 384 experts), checked before any loop runs over them: a count of 10^9 layers would
+# take minutes of CPU to plan. Sizes (widths, vocabularies, context lengths) get room to 2^31.
+MAX_LAYER_COUNT = 10_000
+MAX_SIZE = 2**31
+_COUNT_KEYS = frozenset({
+    "num_hidden_layers", "num_layers", "n_layers", "depth", "num_attention_heads", "num_key_value_heads",
+    "num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts", "num_experts_per_tok",
+    "n_shared_experts", "mtp_num_hidden_layers", "num_nextn_predict_layers", "full_attention_interval",
+    "first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "linear_num_key_heads",
+    "linear_num_value_heads", "sliding_window_pattern",
+})  # fmt: skip
+_SIZE_KEYS = frozenset({
+    "hidden_size", "intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size", "head_dim",
+    "vocab_size", "max_position_embeddings", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+    "v_head_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim", "sliding_window",
+    "out_hidden_size", "patch_size",
+})  # fmt: skip
+_NESTED_CONFIGS = ("text_config", "llm_config", "language_config", "vision_config")
+
+
+def check_model_files(config: dict[str, Any], index: dict[str, Any] | None, *, source: str) -> None:
+    """Refuse values no checkpoint has, before anything counts with them: a NaN, an
+    infinity, a negative or absurd count, architectures that are not a list of names."""
+    for where, cfg in [("", config), *((f"{k}.", config[k]) for k in _NESTED_CONFIGS if isinstance(config.get(k), dict))]:
+        for key in _COUNT_KEYS | _SIZE_KEYS:
+            value = cfg.get(key)
+            if value is None or isinstance(value, bool):
+                continue
+            limit = MAX_LAYER_COUNT if key in _COUNT_KEYS else MAX_SIZE
+            if not isinstance(value, (int, float)) or value != value or not 0 <= value <= limit:
+                raise UsageError(f"model {source}: config.json {where}{key} is {_shown(value)}",
+                                 hint=f"a model's {key} is a whole number from 0 to {limit:,}")
+        for key in ("architectures", "mlp_only_layers", "layer_types"):
+            value = cfg.get(key)
+            if value is not None and not (isinstance(value, list) and len(value) <= MAX_LAYER_COUNT):
+                raise UsageError(f"model {source}: config.json {where}{key} is {_shown(value)}", hint="it must be a list")
+        if not all(isinstance(a, str) for a in cfg.get("architectures") or []):
+            raise UsageError(f"model {source}: config.json {where}architectures must be class names, "
+                             f"not {_shown(cfg['architectures'])}", hint='e.g. ["Qwen3ForCausalLM"]')
+    metadata = (index or {}).get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise UsageError(f"model {source}: {INDEX_NAME} metadata is {_shown(metadata)}", hint="it must be an object")
+    for key in ("total_parameters", "total_size"):
+        value = (metadata or {}).get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise UsageError(f"model {source}: {INDEX_NAME} metadata.{key} is {_shown(value)}",
+                             hint="it must be a whole number of at least 0")
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"a number of {len(str(value))} digits"
+    text = json.dumps(value) if not isinstance(value, float) else repr(value)
+    return text if len(text) <= 60 else text[:60] + "..."
+
+
 def _parse_json(data: bytes, where: str, *, local: bool = False) -> dict[str, Any]:
     try:
         value = json.loads(data)
@@ -285,6 +345,69 @@ def _parse_json(data: bytes, where: str, *, local: bool = False) -> dict[str, An
     if not isinstance(value, dict):
         raise UsageError(f"{where} must hold a JSON object")
     return value
+
+
+# ----------------------------------------------------------------------------- transformers' defaults
+# A published config.json holds only what differs from its config class's defaults; transformers
+# (and SGLang, which loads it through AutoConfig) fill the rest. These are the class defaults of
+# the released transformers 5.6.0 wheel, read from its models/<family>/configuration_<family>.py:
+# gemma3 (Gemma3Config, Gemma3TextConfig), siglip (SiglipVisionConfig), gemma2 (Gemma2Config),
+# gemma (GemmaConfig); only the fields the geometry reads. SUB_CONFIG_CLASSES names the class a
+# nested config takes when it names no model_type (Gemma3Config.sub_configs).
+TRANSFORMERS_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3": {"mm_tokens_per_image": 256, "tie_word_embeddings": True},
+    "gemma3_text": {
+        "vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
+        "tie_word_embeddings": True, "attention_bias": False, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+    },
+    "siglip_vision_model": {
+        "hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12,
+        "num_channels": 3, "image_size": 224, "patch_size": 16,
+    },
+    "gemma2": {
+        "vocab_size": 256_000, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 8192,
+        "tie_word_embeddings": True, "attention_bias": False, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+    },
+    "gemma": {
+        "vocab_size": 256_000, "hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28,
+        "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "max_position_embeddings": 8192,
+        "tie_word_embeddings": True, "attention_bias": False,
+    },
+}  # fmt: skip
+SUB_CONFIG_CLASSES: dict[str, dict[str, str]] = {
+    "gemma3": {"text_config": "gemma3_text", "vision_config": "siglip_vision_model"},
+}
+# Gemma3TextConfig.__post_init__ / Gemma2Config: without layer_types, every sliding_window_pattern-th
+# layer (6 for Gemma 3, 2 for Gemma 2) is full attention, the others sliding.
+SLIDING_WINDOW_PATTERN = {"gemma3_text": 6, "gemma2": 2}
+
+
+def _with_class_defaults(cfg: dict[str, Any], model_type: str) -> dict[str, Any]:
+    filled = {**TRANSFORMERS_CONFIG_DEFAULTS.get(model_type, {}), **cfg}
+    pattern = SLIDING_WINDOW_PATTERN.get(model_type)
+    if pattern and filled.get("layer_types") is None and isinstance(filled.get("num_hidden_layers"), int):
+        every = filled.get("sliding_window_pattern") if isinstance(filled.get("sliding_window_pattern"), int) else pattern
+        filled["layer_types"] = [
+            "full_attention" if (i + 1) % max(1, every) == 0 else "sliding_attention"
+            for i in range(filled["num_hidden_layers"])
+        ]
+    return filled
+
+
+def with_transformers_defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """config.json as transformers loads it, for the families in TRANSFORMERS_CONFIG_DEFAULTS:
+    each (sub-)config's missing fields take its class's defaults; other families pass unchanged."""
+    model_type = str(config.get("model_type") or "")
+    if model_type not in TRANSFORMERS_CONFIG_DEFAULTS:
+        return config
+    filled = _with_class_defaults(config, model_type)
+    for key, sub_type in SUB_CONFIG_CLASSES.get(model_type, {}).items():
+        sub = config.get(key)
+        sub = dict(sub) if isinstance(sub, dict) else {}
+        filled[key] = _with_class_defaults(sub, str(sub.get("model_type") or sub_type))
+    return filled
 
 
 # ----------------------------------------------------------------------------- config readers
@@ -414,6 +537,21 @@ def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int) -> V
             deepstack_layers=_deepstack_layers(vision_cfg, model_type=model_type),
             num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
         )
+    if str(vision_cfg.get("model_type", "")) == "siglip_vision_model" and model_type == "gemma3":
+        # Gemma 3's SigLIP tower and its projector (models/gemma3_mm.py, models/siglip.py)
+        patch = read_int(vision_cfg, "patch_size", default=16) or 16
+        side = read_int(vision_cfg, "image_size", default=224) // patch
+        return VisionGeometry(
+            kind="siglip",
+            depth=read_int(vision_cfg, "num_hidden_layers", default=0),
+            hidden_size=read_int(vision_cfg, "hidden_size", default=0),
+            intermediate_size=read_int(vision_cfg, "intermediate_size", default=0),
+            out_hidden_size=text_hidden,
+            patch_size=patch,
+            in_channels=read_int(vision_cfg, "num_channels", default=3),
+            num_position_embeddings=side * side,
+            num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
+        )
     return VisionGeometry(
         kind="opaque",
         hidden_size=read_int(vision_cfg, "hidden_size", default=0),
@@ -480,6 +618,7 @@ def read_geometry(
     describe_model calls it with what the safetensors index says; the planner reads
     ModelInfo.geometry and never the raw config.
     """
+    config = with_transformers_defaults(config)
     text = text_config_of(config)
     arch = architecture or str((config.get("architectures") or ["?"])[0])
     model_type = str(config.get("model_type") or text.get("model_type") or "")
@@ -566,6 +705,7 @@ def describe_model(config: dict[str, Any], index: dict[str, Any] | None, *, sour
     The geometry it carries holds the index's evidence (checkpoint bytes and parameters)
     only where the index gives them; a count from the shapes is not evidence.
     """
+    config = with_transformers_defaults(config)
     text = text_config_of(config)
     architectures = _required_shapes(config, text, f"model {source}: config.json")
     g = read_geometry(config, architecture=architectures[0])
@@ -726,9 +866,23 @@ def mtp_layer_params(g: ModelGeometry, tp: int, attn_tp: int | None = None) -> t
     return one_gpu, one_total
 
 
+def _siglip_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
+    """SigLIP tower + Gemma 3 projector (models/siglip.py, models/gemma3_mm.py): q/k/v/out and
+    fc1/fc2 sharded, embeddings, LayerNorms and the projector replicated."""
+    d, inter = v.hidden_size, v.intermediate_size
+    patch = v.in_channels * v.patch_size**2 * d + d
+    pos = v.num_position_embeddings * d
+    block_sharded = 4 * d * d + 3 * d + d * inter + inter + inter * d
+    block_replicated = 4 * d + d + d  # two LayerNorms (w, b), out-proj and fc2 biases
+    replicated = patch + pos + v.depth * block_replicated + 2 * d + d * v.out_hidden_size + d
+    return replicated + v.depth * block_sharded / tp, replicated + v.depth * block_sharded
+
+
 def vision_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
     """Qwen3-VL vision tower (models/qwen3_vl.py): linear layers TP-sharded unless
     --mm-enable-dp-encoder; patch/pos embeddings, LayerNorms and row-parallel biases replicated."""
+    if v.kind == "siglip":
+        return _siglip_params(v, tp)
     d, inter = v.hidden_size, v.intermediate_size
     patch = v.in_channels * v.temporal_patch_size * v.patch_size**2 * d + d
     pos = v.num_position_embeddings * d
@@ -759,7 +913,7 @@ def parameter_breakdown(g: ModelGeometry) -> dict[str, int]:
     h = g.hidden_size
     moe_experts, moe_shared, moe_replicated = _moe_parts(g) if g.num_experts else (0, 0, 0)
     shared_gate = h if g.shared_expert_intermediate_size and g.model_type.startswith("qwen") else 0
-    vision = vision_params(g.vision, 1)[1] if g.vision is not None and g.vision.kind == "qwen3-vl" else 0
+    vision = vision_params(g.vision, 1)[1] if g.vision is not None and g.vision.kind in MODELLED_VISION else 0
     return {
         "embed": g.vocab_size * h,
         "lm_head": 0 if g.tie_word_embeddings else g.vocab_size * h,
