@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import traceback
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
@@ -99,10 +100,19 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
+def take_debug(args: list[str]) -> tuple[bool, list[str]]:
+    """--debug anywhere before `--` (the README's "every command takes it"), moved to the
+    group; after `--` it is a launch flag and stays where it is."""
+    end = args.index("--") if "--" in args else len(args)
+    head = [a for a in args[:end] if a != "--debug"]
+    debug = len(head) < end
+    return debug, (["--debug"] if debug else []) + head + args[end:]
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the command line; every error becomes one line on stderr and its exit code."""
     args = sys.argv[1:] if argv is None else argv
-    debug = "--debug" in args
+    debug, args = take_debug(list(args))
     try:
         code = cli.main(args=args, prog_name="imgbuild", standalone_mode=False)
     except NegativeVerdict as exc:  # the answer is no: the result was already printed
@@ -110,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except ImgbuildError as exc:
         if debug:
-            raise
+            traceback.print_exc()
         click.echo(f"imgbuild: error: {exc.one_line()}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
@@ -118,15 +128,16 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except click.ClickException as exc:
         if debug:
-            raise
+            traceback.print_exc()
         click.echo(f"imgbuild: error: {exc.format_message()}", err=True)
         sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
     except KeyboardInterrupt:
         click.echo("imgbuild: interrupted", err=True)
         sys.exit(130)
-    except Exception as exc:  # a bug: one line unless --debug
+    except Exception as exc:  # a bug: one line, and the traceback with --debug
         if debug:
-            raise
+            traceback.print_exc()
+            sys.exit(70)
         click.echo(
             f"imgbuild: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
             err=True,

@@ -43,7 +43,7 @@ def plan(
     if command and command_file:
         raise UsageError("give --command or --command-file, not both")
     if command_file:
-        command = Path(command_file).read_text(encoding="utf-8")
+        command = _read_command_file(Path(command_file))
     words = list(args)
     model = words.pop(0) if words and not words[0].startswith("-") else None
     if words and words[0] == "--":
@@ -67,3 +67,17 @@ def plan(
         first = result.problems[0] if result.problems else result.verdict
         raise NegativeVerdict(f"{result.verdict}: {first}")
 
+
+def _read_command_file(path: Path, max_bytes: int = 2**20) -> str:
+    """A launch command is a line or a few: refuse a file over 1 MiB, or one that is not UTF-8 text."""
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(max_bytes + 1)
+        if len(raw) > max_bytes:
+            raise UsageError(f"--command-file {path}: larger than 1 MiB, not a launch command")
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"--command-file {path}: not UTF-8 text (byte {exc.start})",
+                         hint="give the file holding the `python -m sglang.launch_server ...` line") from None
+    except OSError as exc:
+        raise UsageError(f"--command-file {path}: {exc.strerror}") from None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -185,12 +186,16 @@ def _convert(spec: FlagSpec, flag: str, raw: str) -> Any:
             value: Any = int(raw)
         elif kind == "float":
             value = float(raw)
+            if not math.isfinite(value):  # argparse's float() takes nan and inf; no SGLang setting means them
+                raise ValueError(raw)
         elif kind == "json":
             value = json.loads(raw)
         else:
             value = raw
-    except ValueError:
-        raise UsageError(f"{flag}: invalid {kind} value: {raw!r}") from None
+    except (ValueError, RecursionError):
+        shown = raw if len(raw) <= 60 else raw[:60] + "..."
+        raise UsageError(f"{flag}: invalid {kind} value: {shown!r}",
+                         hint="a finite number" if kind == "float" else None) from None
     if spec.choices is not None and value not in spec.choices:
         shown = ", ".join(repr(c) for c in spec.choices)
         raise UsageError(f"{flag}: invalid choice: {raw!r} (choose from {shown})")

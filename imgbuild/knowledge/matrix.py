@@ -143,10 +143,13 @@ class Matrix:
 
 def _parse_version_arg(text: str, *, what: str) -> Version:
     try:
+        if len(text) > 64:  # packaging's int() of a 5,000-digit part raises ValueError, not InvalidVersion
+            raise InvalidVersion(text)
         return Version(text)
     except InvalidVersion:
+        shown = text if len(text) <= 64 else text[:64] + "..."
         raise UsageError(
-            f"{what} {text!r} is not a version", hint="write it like 0.5.11 or 0.5.10.post1"
+            f"{what} {shown!r} is not a version", hint="write it like 0.5.11 or 0.5.10.post1"
         ) from None
 
 

@@ -215,15 +215,33 @@ def render_context(inputs: RecipeInputs) -> Rendered:
 
 
 def write_context(rendered: Rendered, out_dir: Path) -> list[Path]:
-    """Write the build context; files are replaced atomically, nothing else is touched."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, content in rendered.files.items():
-        path = out_dir / name
-        tmp = path.with_name(f".{name}.tmp")
-        tmp.write_bytes(content)
-        os.replace(tmp, path)
-        written.append(path)
+    """Write the build context; files are replaced atomically, nothing else is touched.
+
+    Each file goes to a temporary name of its own in the same folder (mkstemp), then
+    os.replace: concurrent renders into one folder never share a temporary file.
+    """
+    import tempfile
+
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if not out_dir.is_dir():
+            raise NotADirectoryError(20, "Not a directory")
+        written = []
+        for name, content in rendered.files.items():
+            path = out_dir / name
+            fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(content)
+                os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the context from a build run as another user
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            written.append(path)
+    except OSError as exc:
+        raise UsageError(f"cannot write the build context to {out_dir}: {exc.strerror or exc}",
+                         hint="give -o a directory you can write to") from None
     return written
 
 

@@ -1,0 +1,91 @@
+"""Hostile and careless input: each case ends in one line and exit 2, quickly, never exit 70."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from imgbuild.cli.app import main
+from imgbuild.knowledge.triage import _HIT_EXCEPTION
+
+SEED = str(Path(__file__).resolve().parent.parent / "examples" / "qwen3.6-27b")
+TARGET = ["--sglang", "0.5.11", "--gpu", "RTX A6000x2"]
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as done:
+        main(list(args))
+    assert time.monotonic() - started < 10
+    return int(done.value.code or 0), capsys.readouterr().err
+
+
+def test_the_hit_an_exception_pattern_is_linear_on_a_long_line() -> None:
+    started = time.monotonic()
+    assert _HIT_EXCEPTION.search("a" * 1_000_000) is None  # the old \w+ took 29 s on 100 KB
+    assert time.monotonic() - started < 0.5
+    assert _HIT_EXCEPTION.search("[TP0] Scheduler hit an exception: boom")
+
+
+def test_concurrent_renders_into_one_folder_never_share_a_temporary_file(tmp_path: Path) -> None:
+    from imgbuild.knowledge.render import Rendered, write_context
+
+    rendered = Rendered.__new__(Rendered)
+    object.__setattr__(rendered, "files", {"Dockerfile": b"FROM x\n" * 1000, "recipe.json": b"{}\n"})
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            for _ in range(30):
+                write_context(rendered, tmp_path)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assert
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Dockerfile", "recipe.json"]
+
+
+BAD_INPUTS = [
+    ("render-to-dev-null", ["render", "qwen3.6-27b-a6000x2", "-o", "/dev/null"], "cannot write the build context"),
+    ("render-under-a-file", ["render", "qwen3.6-27b-a6000x2", "-o", "/etc/passwd/x"], "cannot write the build context"),
+    ("sglang-5000-digits", ["check", SEED, "--sglang", "1" * 5000, "--gpu", "RTX A6000x2", "--driver", "580.95.05"],
+     "is not a version"),
+    ("mem-fraction-nan", ["plan", SEED, *TARGET, "--", "--mem-fraction-static", "nan"], "invalid float value"),
+    ("mem-fraction-inf", ["plan", SEED, *TARGET, "--", "--mem-fraction-static", "inf"], "invalid float value"),
+    ("debug-after-the-command", ["check", "/nope", "--debug"], "no such file or directory"),
+    ("debug-first", ["--debug", "check", "/nope"], "no such file or directory"),
+    ("certs-show-glob", ["certs", "show", "*"], "is not a certificate id"),
+    ("certs-show-path", ["certs", "show", "../main/examples/qwen3.6-27b/config"], "is not a certificate id"),
+]
+
+
+@pytest.mark.parametrize("args, message", [b[1:] for b in BAD_INPUTS], ids=[b[0] for b in BAD_INPUTS])
+def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+    code, err = run(capsys, *args)
+    assert code == 2, err
+    assert re.search(message, err.splitlines()[-1])
+
+
+def test_a_binary_command_file_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "cmd.txt"
+    path.write_bytes(b"\xff\xfe\x00")
+    code, err = run(capsys, "plan", SEED, *TARGET, "--command-file", str(path))
+    assert code == 2 and "not UTF-8 text" in err
+
+
+def test_a_weights_file_given_as_the_model_is_refused_without_reading_it(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    weights = tmp_path / "model.safetensors"
+    with weights.open("wb") as fh:  # sparse: 3 GB on paper
+        fh.truncate(3 * 2**30)
+    code, err = run(capsys, "check", str(weights), *TARGET, "--driver", "580.95.05")
+    assert code == 2 and "larger than 16 MiB" in err
