@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from imgbuild.knowledge.triage import LogWatcher, diagnose_log  # noqa: E402
 
 LOGS = ROOT / "tests" / "data" / "failure-logs"
+HELDOUT = ROOT / "tests" / "data" / "failure-logs-heldout"
 
 
 def startup_noise(n: int) -> list[str]:
@@ -68,11 +69,21 @@ def bench_in_process(n_lines: int, repeats: int = 5) -> None:
           f"{statistics.median(feed_times) * 1e6:.1f} us/line")
     print(f"  fatal line -> verdict ({klass}): median {statistics.median(verdict_times) * 1e3:.1f} ms, "
           f"max {max(verdict_times) * 1e3:.1f} ms (target < 1000 ms)")
-    for path in sorted(LOGS.glob("*.txt")):
-        lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if not ln.startswith("# ")]
-        t0 = time.perf_counter()
-        d = diagnose_log(lines)
-        print(f"  diagnose {path.name:<45} {d.failure_class:<25} {(time.perf_counter() - t0) * 1e3:6.2f} ms")
+    for folder in (LOGS, LOGS / "public", LOGS / "local", HELDOUT):
+        right = total = 0
+        for path in sorted(folder.glob("*.txt")):
+            text = path.read_text(encoding="utf-8").splitlines()
+            expect = next((ln.split(":", 1)[1].strip() for ln in text if ln.startswith("# expect:")), None)
+            lines = [ln for ln in text if not ln.startswith("# ")]
+            t0 = time.perf_counter()
+            d = diagnose_log(lines)
+            mark = "" if expect is None else (" ok" if d.failure_class == expect else f" MISS (expect {expect})")
+            print(f"  diagnose {path.name:<50} {d.failure_class:<25} {(time.perf_counter() - t0) * 1e3:6.2f} ms{mark}")
+            if expect is not None:
+                total += 1
+                right += d.failure_class == expect
+        if total:
+            print(f"  {folder.relative_to(ROOT)}: {right}/{total} classes right")
 
 
 def bench_docker() -> None:
