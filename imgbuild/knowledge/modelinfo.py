@@ -145,34 +145,103 @@ class ModelInfo:
     model_type: str
     config: dict[str, Any] = field(repr=False)
     text_config: dict[str, Any] = field(repr=False)
-    geometry: ModelGeometry = field(repr=False)  # what the planner reads
-    hidden_size: int
-    num_hidden_layers: int
-    num_attention_heads: int
-    num_key_value_heads: int
-    head_dim: int
-    vocab_size: int
-    intermediate_size: int
-    full_attention_layers: int
-    linear_attention_layers: int
-    mtp_layers: int
-    moe_experts: int | None
-    moe_experts_per_token: int | None
-    moe_intermediate_size: int | None
-    mla: bool
-    kv_lora_rank: int | None
-    qk_rope_head_dim: int | None
-    v_head_dim: int | None
-    sliding_window: int | None
-    quantization: str | None
-    dtype: str
+    geometry: ModelGeometry = field(repr=False)  # what the planner reads; the shapes below are views of it
     parameters: int | None
     weight_bytes: int | None
-    has_vision: bool
-    tie_word_embeddings: bool
-    features: tuple[str, ...]
     parameters_source: str = "index"  # "index" (safetensors metadata) or "shapes"
     parameter_breakdown: dict[str, int] = field(default_factory=dict, repr=False)
+
+    @property
+    def hidden_size(self) -> int:
+        return self.geometry.hidden_size
+
+    @property
+    def num_hidden_layers(self) -> int:
+        return self.geometry.num_layers
+
+    @property
+    def num_attention_heads(self) -> int:
+        return self.geometry.num_attention_heads
+
+    @property
+    def num_key_value_heads(self) -> int:
+        return self.geometry.num_kv_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.geometry.head_dim
+
+    @property
+    def vocab_size(self) -> int:
+        return self.geometry.vocab_size
+
+    @property
+    def intermediate_size(self) -> int:
+        return self.geometry.intermediate_size
+
+    @property
+    def full_attention_layers(self) -> int:
+        return self.geometry.full_attention_layers
+
+    @property
+    def linear_attention_layers(self) -> int:
+        return self.geometry.linear_attention_layers
+
+    @property
+    def mtp_layers(self) -> int:
+        return self.geometry.mtp_layers
+
+    @property
+    def moe_experts(self) -> int | None:
+        return self.geometry.num_experts or None
+
+    @property
+    def moe_experts_per_token(self) -> int | None:
+        return self.geometry.num_experts_per_token
+
+    @property
+    def moe_intermediate_size(self) -> int | None:
+        return self.geometry.moe_intermediate_size or None
+
+    @property
+    def mla(self) -> bool:
+        return self.geometry.kv_lora_rank > 0  # MLA-shaped weights, whether or not SGLang builds MLA attention
+
+    @property
+    def kv_lora_rank(self) -> int | None:
+        return self.geometry.kv_lora_rank or None
+
+    @property
+    def qk_rope_head_dim(self) -> int | None:
+        return (self.geometry.qk_rope_head_dim or None) if self.mla else None
+
+    @property
+    def v_head_dim(self) -> int | None:
+        return self.geometry.v_head_dim if self.mla else None
+
+    @property
+    def sliding_window(self) -> int | None:
+        return self.geometry.sliding_window
+
+    @property
+    def quantization(self) -> str | None:
+        return self.geometry.quantization
+
+    @property
+    def dtype(self) -> str:
+        return self.geometry.dtype
+
+    @property
+    def has_vision(self) -> bool:
+        return self.geometry.vision is not None
+
+    @property
+    def tie_word_embeddings(self) -> bool:
+        return self.geometry.tie_word_embeddings
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return _features(self.geometry)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -713,7 +782,6 @@ def describe_model(config: dict[str, Any], index: dict[str, Any] | None, *, sour
     parameters, weight_bytes, parameters_source = _parameters_and_bytes(g, breakdown, index)
     if parameters_source == "index":
         g = replace(g, checkpoint_bytes=weight_bytes, checkpoint_parameters=parameters)
-    mla = g.kv_lora_rank > 0  # MLA-shaped weights, whether or not SGLang builds MLA attention for them
     return ModelInfo(
         source=source,
         architectures=architectures,
@@ -721,31 +789,8 @@ def describe_model(config: dict[str, Any], index: dict[str, Any] | None, *, sour
         config=config,
         text_config=text,
         geometry=g,
-        hidden_size=g.hidden_size,
-        num_hidden_layers=g.num_layers,
-        num_attention_heads=g.num_attention_heads,
-        num_key_value_heads=g.num_kv_heads,
-        head_dim=g.head_dim,
-        vocab_size=g.vocab_size,
-        intermediate_size=g.intermediate_size,
-        full_attention_layers=g.full_attention_layers,
-        linear_attention_layers=g.linear_attention_layers,
-        mtp_layers=g.mtp_layers,
-        moe_experts=g.num_experts or None,
-        moe_experts_per_token=g.num_experts_per_token,
-        moe_intermediate_size=g.moe_intermediate_size or None,
-        mla=mla,
-        kv_lora_rank=g.kv_lora_rank or None,
-        qk_rope_head_dim=(g.qk_rope_head_dim or None) if mla else None,
-        v_head_dim=g.v_head_dim if mla else None,
-        sliding_window=g.sliding_window,
-        quantization=g.quantization,
-        dtype=g.dtype,
         parameters=parameters,
         weight_bytes=weight_bytes,
-        has_vision=g.vision is not None,
-        tie_word_embeddings=g.tie_word_embeddings,
-        features=_features(g),
         parameters_source=parameters_source,
         parameter_breakdown=breakdown,
     )
