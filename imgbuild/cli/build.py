@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def target_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """A target given on the command line instead of a name from matrix.yaml."""
     return options.stack(
-        options.engine_version, options.cuda_version, options.base_name, options.image_python, options.model_id,
+        options.sglang_version, options.cuda_version, options.base_name, options.image_python, options.model_id,
         options.gpu_target, options.launch_flags,
     )(func)
 
@@ -31,7 +31,7 @@ def resolve_request(matrix_path: str | None, target_name: str | None, base_ref: 
     from imgbuild.flows.targets import TargetRequest, resolve_target
 
     request = TargetRequest(
-        name=target_name, engine=cl.get("engine_version"), cuda=cl.get("cuda"), base_name=cl.get("base_name"),
+        name=target_name, engine=cl.get("sglang"), cuda=cl.get("cuda"), base_name=cl.get("base_name"),
         python=cl.get("image_python"), model=cl.get("model"), gpus=cl.get("gpu"),
         launch_flags=split_flags(cl.get("flags_text")) or (), base_ref=base_ref,
     )

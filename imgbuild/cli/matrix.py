@@ -15,14 +15,14 @@ def matrix() -> None:
 
 
 @matrix.command("show")
-@options.engine_version
+@options.sglang_version
 @options.matrix_file
 @options.json_output
-def matrix_show(engine_version: str | None, matrix_path: str | None, as_json: bool) -> None:
+def matrix_show(sglang: str | None, matrix_path: str | None, as_json: bool) -> None:
     """A readable table of engines (or one engine, --sglang V), CUDA versions and GPUs."""
     m = load_matrix(matrix_path)
-    if engine_version:
-        e = m.engine(engine_version)
+    if sglang:
+        e = m.engine(sglang)
         data = {"version": e.version, "requires_python": e.requires_python, "glibc": e.glibc, "torch": e.torch,
                 "cuda": e.cuda, "pins": e.pins, "architectures": sorted(e.architectures)}
         if as_json:

@@ -83,8 +83,11 @@ gpu_target = stack(
     ),
     alias("--gpus", dest="gpu", default=None, metavar="NAME[xN]"),
 )
-sglang_version = click.option(
-    "--sglang", "sglang", default=None, metavar="VERSION", help="An SGLang release, e.g. 0.5.11."
+# One name for an SGLang release in every command; render, build and matrix show's old --engine stays hidden.
+sglang_version = stack(
+    click.option("--sglang", "sglang", default=None, metavar="VERSION", callback=_main("sglang"),
+                 help="An SGLang release, e.g. 0.5.11."),
+    alias("--engine", dest="sglang", default=None, metavar="VERSION"),
 )
 driver_version = click.option(
     "--driver", default=None, metavar="VERSION", help="The NVIDIA driver of the --gpu target, e.g. 580.126.09."
@@ -106,12 +109,6 @@ launch_command_file = click.option(
     help="Read the launch command from a file (a script line).",
 )
 no_suggest = click.option("--no-suggest", is_flag=True, help="Skip the search for changes that fit.")
-# One name for an SGLang release everywhere (check and plan's --sglang); --engine stays hidden.
-engine_version = stack(
-    click.option("--sglang", "engine_version", default=None, metavar="VERSION", callback=_main("engine_version"),
-                 help="An SGLang release from the matrix, e.g. 0.5.11."),
-    alias("--engine", dest="engine_version", default=None, metavar="VERSION"),
-)
 
 # --- targets and images ------------------------------------------------------------
 target_name = click.option(
