@@ -57,8 +57,28 @@ def test_concurrent_renders_into_one_folder_never_share_a_temporary_file(tmp_pat
 BAD_INPUTS = [
     ("render-to-dev-null", ["render", "qwen3.6-27b-a6000x2", "-o", "/dev/null"], "cannot write the build context"),
     ("render-under-a-file", ["render", "qwen3.6-27b-a6000x2", "-o", "/etc/passwd/x"], "cannot write the build context"),
+    ("report-to-dev-null", ["report", "-o", "/dev/null"], "cannot write the report to /dev/null: not a directory"),
+    ("report-under-a-file", ["report", "-o", "/etc/passwd/x"], "cannot write the report to /etc/passwd/x"),
+    ("report-into-proc", ["report", "-o", "/proc/imgbuild"], "cannot write the report to /proc/imgbuild"),
     ("sglang-5000-digits", ["check", SEED, "--sglang", "1" * 5000, "--gpu", "RTX A6000x2", "--driver", "580.95.05"],
      "is not a version"),
+    ("sglang-empty", ["check", SEED, "--sglang", "", "--gpu", "RTX A6000x2"], "'--sglang': SGLang version '' is not"),
+    ("sglang-blank-plan", ["plan", SEED, "--sglang", "  ", "--gpu", "RTX A6000x2"], "'--sglang': SGLang version '  '"),
+    ("sglang-words-plan", ["plan", SEED, "--sglang", "abc", "--gpu", "RTX A6000x2"], "'--sglang': SGLang version 'abc'"),
+    ("engine-alias-empty", ["render", "--engine", "", "-o", "/tmp/never"], "'--sglang': SGLang version '' is not"),
+    ("driver-words", ["check", SEED, *TARGET, "--driver", "abc"], "'--driver': 'abc' is not an NVIDIA driver version"),
+    ("driver-empty", ["check", SEED, *TARGET, "--driver", ""], "'--driver': '' is not an NVIDIA driver version"),
+    ("driver-negative", ["check", SEED, *TARGET, "--driver", "-1"], "'--driver': '-1' is not"),
+    ("driver-5000-digits", ["check", SEED, *TARGET, "--driver", "9" * 5000], "'--driver': '9999"),
+    ("gpu-empty-check", ["check", SEED, "--sglang", "0.5.11", "--gpu", ""], "'--gpu': an empty GPU"),
+    ("gpu-empty-plan", ["plan", SEED, "--sglang", "0.5.11", "--gpu", ""], "'--gpu': an empty GPU"),
+    ("gpu-blank", ["check", SEED, "--sglang", "0.5.11", "--gpu", "   "], "'--gpu': an empty GPU"),
+    ("gpu-5000-chars", ["plan", SEED, "--gpu", "a" * 5000], "'--gpu': 'aaaa.*longer than 100 characters"),
+    ("gpu-x0", ["check", SEED, "--sglang", "0.5.11", "--gpu", "RTX A6000x0"], "GPU count in 'RTX A6000x0' must be 1 to"),
+    ("gpu-bare-x0", ["plan", SEED, "--sglang", "0.5.11", "--gpu", "x0"], "unknown GPU 'x0'"),
+    ("gpu-x-1", ["plan", SEED, "--sglang", "0.5.11", "--gpu", "A6000x-1"], "unknown GPU 'A6000x-1'"),
+    ("gpu-a-million", ["check", SEED, "--sglang", "0.5.11", "--gpu", "RTX A6000x1000000"],
+     "GPU count in 'RTX A6000x1000000' must be 1 to 1,024"),
     ("mem-fraction-nan", ["plan", SEED, *TARGET, "--", "--mem-fraction-static", "nan"], "invalid float value"),
     ("mem-fraction-inf", ["plan", SEED, *TARGET, "--", "--mem-fraction-static", "inf"], "invalid float value"),
     ("debug-after-the-command", ["check", "/nope", "--debug"], "no such file or directory"),
@@ -89,3 +109,11 @@ def test_a_weights_file_given_as_the_model_is_refused_without_reading_it(
         fh.truncate(3 * 2**30)
     code, err = run(capsys, "check", str(weights), *TARGET, "--driver", "580.95.05")
     assert code == 2 and "larger than 16 MiB" in err
+
+
+@pytest.mark.parametrize("gpu, driver", [("RTX 5090", "390.144"), ("RTX A6000x1024", "580.126.09"), ("8xH100", "580")],
+                         ids=["name-ending-in-digits", "the-most-gpus", "count-first"])
+def test_good_gpus_and_drivers_still_pass_the_option_checks(
+        capsys: pytest.CaptureFixture[str], gpu: str, driver: str) -> None:
+    code, err = run(capsys, "check", SEED, "--sglang", "0.5.11", "--gpu", gpu, "--driver", driver)
+    assert code in (0, 1), err  # a verdict either way, not a usage error

@@ -11,6 +11,7 @@ registry's CA (``--registry-ca``; ``--ca-bundle`` is the package downloads' CA),
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 import click
@@ -34,6 +35,61 @@ def _main(dest: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
         return value
 
     return pick
+
+
+def _checked(dest: str, check: Callable[[str], None]) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """_main's pick, then ``check`` on the value given (an empty or blank one included): a bad
+    value is one usage line naming the option, before any command runs."""
+    pick = _main(dest)
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        value = pick(ctx, param, value)
+        if value is not None:
+            check(value)
+        return value
+
+    return callback
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 64 else value[:64] + "...")
+
+
+def check_sglang_version(value: str) -> None:
+    """A PEP 440 release as SGLang numbers them; packaging's int() of a 5,000-digit part
+    raises ValueError, so the length is bounded first."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        if not value.strip() or len(value) > 64:
+            raise InvalidVersion(value)
+        Version(value)
+    except InvalidVersion:
+        raise click.BadParameter(f"SGLang version {_shown(value)} is not a version "
+                                 "(write it like 0.5.11 or 0.5.10.post1)") from None
+
+
+# nvidia-smi's driver_version: 580.126.09, 535.54.03, 470.82.01, 390.144.
+_DRIVER = re.compile(r"\d{1,4}(?:\.\d{1,4}){0,3}")
+
+
+def check_driver_version(value: str) -> None:
+    if not _DRIVER.fullmatch(value):
+        raise click.BadParameter(f"{_shown(value)} is not an NVIDIA driver version "
+                                 "(write it as nvidia-smi prints it, e.g. 580.126.09)")
+
+
+MAX_GPU_TEXT = 100  # the longest GPU name in matrix.yaml is under 40 characters
+
+
+def check_gpu_text(value: str) -> None:
+    """The shape only; the name and the count are checked against the matrix's gpus: when resolved."""
+    if not value.strip():
+        raise click.BadParameter("an empty GPU (give NAME[xN], e.g. 'RTX A6000x2', or leave --gpu out "
+                                 "to read the live GPUs)")
+    if len(value) > MAX_GPU_TEXT:
+        raise click.BadParameter(f"{_shown(value)} is longer than {MAX_GPU_TEXT} characters: not a GPU "
+                                 "(give NAME[xN], e.g. 'RTX A6000x2')")
 
 
 def alias(*names: str, dest: str, **kw: Any) -> Decorator:
@@ -77,7 +133,7 @@ matrix_file = click.option(
 # --- what to run on ----------------------------------------------------------------
 gpu_target = stack(
     click.option(
-        "--gpu", "gpu", default=None, metavar="NAME[xN]", callback=_main("gpu"),
+        "--gpu", "gpu", default=None, metavar="NAME[xN]", callback=_checked("gpu", check_gpu_text),
         help="The GPUs, e.g. 'RTX A6000x2' or 'h100-sxm x8' (check and plan: default the live GPUs "
              "via NVML; certify: default the target's; render and build: recorded in the image).",
     ),
@@ -85,12 +141,14 @@ gpu_target = stack(
 )
 # One name for an SGLang release in every command; render, build and matrix show's old --engine stays hidden.
 sglang_version = stack(
-    click.option("--sglang", "sglang", default=None, metavar="VERSION", callback=_main("sglang"),
+    click.option("--sglang", "sglang", default=None, metavar="VERSION",
+                 callback=_checked("sglang", check_sglang_version),
                  help="An SGLang release, e.g. 0.5.11."),
     alias("--engine", dest="sglang", default=None, metavar="VERSION"),
 )
 driver_version = click.option(
-    "--driver", default=None, metavar="VERSION", help="The NVIDIA driver of the --gpu target, e.g. 580.126.09."
+    "--driver", default=None, metavar="VERSION", callback=_checked("driver", check_driver_version),
+    help="The NVIDIA driver of the --gpu target, e.g. 580.126.09."
 )
 interpreter = stack(
     click.option("--interpreter", "python", default=None, metavar="PATH", callback=_main("python"),

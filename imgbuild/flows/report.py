@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from imgbuild.errors import ImgbuildError
+from imgbuild.errors import ImgbuildError, UsageError
 from imgbuild.knowledge import report as report_mod
 from imgbuild.knowledge.matrix import Matrix, data_root
 from imgbuild.knowledge.recipe import TargetSpec
@@ -108,9 +108,30 @@ def write_report(options: ReportOptions, *, matrix: Matrix) -> ReportResult:
     document = report_mod.report_document(matrix, rows, plans=plans, builds=_build_records(targets, state, options.builds_dir),
                                           runs_on=kernels_run_on, generated_at=options.generated_at)
     page = render_page(document)
-    options.out_dir.mkdir(parents=True, exist_ok=True)
-    path = options.out_dir / "index.html"
-    tmp = options.out_dir / f".index.html.{os.getpid()}.tmp"
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, path)
+    path = write_page(page, options.out_dir)
     return ReportResult(path=path, document=document, html_bytes=len(page.encode("utf-8")))
+
+
+def write_page(page: str, out_dir: Path) -> Path:
+    """``out_dir/index.html`` through a temporary name of this process's own and os.replace;
+    an -o that is a device, under a file, in /proc or too long a name is a usage error."""
+    import tempfile
+
+    path = out_dir / "index.html"
+    try:
+        if out_dir.exists() and not out_dir.is_dir():  # /dev/null: mkdir's "File exists" says less
+            raise NotADirectoryError(20, "not a directory")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".index.html.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(page)
+            os.chmod(tmp, 0o644)  # a page to serve: mkstemp's 0600 would hide it from a web server
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {out_dir}: {exc.strerror or exc}",
+                         hint="give -o a directory you can write to") from None
+    return path

@@ -63,6 +63,7 @@ def data_root() -> Path:
     return Path(sys.prefix) / "share" / "imgbuild"
 _GPU_COUNT_SUFFIX = re.compile(r"^(?P<name>.+?)\s*[x×*]\s*(?P<count>\d+)$", re.IGNORECASE)
 _GPU_COUNT_PREFIX = re.compile(r"^(?P<count>\d+)\s*[x×*]\s*(?P<name>.+)$", re.IGNORECASE)
+MAX_GPU_COUNT = 1024  # 128 nodes of 8: past any one deployment a plan describes
 
 
 def normalize_gpu_name(text: str) -> str:
@@ -132,8 +133,8 @@ class Matrix:
                 "(see `imgbuild matrix show`)",
             )
         count = int(match.group("count"))
-        if count < 1:
-            raise UsageError(f"GPU count in {raw_text!r} must be at least 1", hint="write e.g. 'RTX A6000x2'")
+        if not 1 <= count <= MAX_GPU_COUNT:
+            raise UsageError(f"GPU count in {raw_text!r} must be 1 to {MAX_GPU_COUNT:,}", hint="write e.g. 'RTX A6000x2'")
         return spec, count
 
     @cached_property
