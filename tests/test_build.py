@@ -139,6 +139,7 @@ def test_build_installs_real_packages_from_pypi_and_pushes(built_test_image, doc
     assert info.labels["io.imgbuild.engine"] == "0.5.9" and info.user == "sglang"
     saved = json.loads(Path(record.record_path).read_text())
     assert saved["pins"]["sglang"] == "0.5.9" and saved["image_id"] == record.image_id
+    assert saved["size_bytes"] == info.size_bytes and info.size_bytes > 10_000_000  # the daemon's Size, for the report
 
 
 @pytest.mark.docker

@@ -262,6 +262,27 @@ def test_rerun_gives_identical_files(fake_release: dict[str, Path]) -> None:
     assert (fake_release["matrix"].read_bytes(), fake_release["server_args"].read_bytes()) == first
 
 
+def test_lock_smoke_and_release_dates_survive_regeneration(fake_release: dict[str, Path]) -> None:
+    """scripts/lock_all.py writes lock_smoke into a generated row; a rerun (offline: no PyPI dates) keeps
+    it and the released date byte for byte, and lock_all's own edit equals what the generator writes."""
+    assert run_script(fake_release) == 0
+    text = fake_release["matrix"].read_text(encoding="utf-8")
+    failing = {"imports": False, "python": "3.11", "as_of": "2026-12-03", "checked": "2026-12-03",
+               "step": "import sglang", "root": "ValueError: Either a revision or a version must be specified.",
+               "packages": ["kernels 0.17.2", "transformers 5.6.0"]}
+    text = gen_emit.set_engine_lock_smoke(text, "0.5.11", "latest", failing)
+    text = gen_emit.set_engine_lock_smoke(text, "0.5.11", "as_of_release", {"imports": True, "python": "3.11",
+                                                                             "as_of": "2026-05-07T00:07:15Z", "checked": "2026-12-03"})
+    text = text.replace('  - version: "0.5.9"\n', '  - version: "0.5.9"\n    released: "2026-02-23"\n')
+    fake_release["matrix"].write_text(text, encoding="utf-8")
+    row = {e["version"]: e for e in yaml.safe_load(text)["engines"]}["0.5.11"]
+    assert row["lock_smoke"]["latest"] == failing and row["lock_smoke"]["as_of_release"]["imports"] is True
+    assert run_script(fake_release) == 0
+    assert fake_release["matrix"].read_text(encoding="utf-8") == text
+    with pytest.raises(gen_main.GenError):
+        gen_emit.set_engine_lock_smoke(text, "9.9.9", "latest", failing)
+
+
 def test_versions_option_limits_the_engines(fake_release: dict[str, Path]) -> None:
     assert run_script(fake_release, "--versions", "0.5.9,0.5.11") == 0
     engines = yaml.safe_load(fake_release["matrix"].read_text(encoding="utf-8"))["engines"]

@@ -100,6 +100,29 @@ def test_grid_shows_where_support_starts_where_an_issue_raises_it_and_where_a_cl
     assert sum(r["recommended"] for r in doc["releases"]) == 1
 
 
+def test_releases_carry_their_release_date_and_whether_their_lock_imports() -> None:
+    """matrix.yaml's released (the wheel's upload date) and lock_smoke (scripts/lock_all.py) reach the table."""
+    doc = report_document(load_matrix(), [], plans={}, builds={}, runs_on=kernels_run_on)
+    rows = {r["version"]: r for r in doc["releases"]}
+    assert rows["0.5.11"]["released"] == "2026-05-07" and rows["0.5.9"]["released"] == "2026-02-23"
+    assert rows["0.5.11"]["lock_imports"] is True and rows["0.5.11"]["lock_failure"] is None
+    assert rows["0.4.0"]["lock_imports"] is None  # not measured: before 0.5.9
+
+
+def test_a_lock_that_does_not_import_shows_no_with_its_root_line() -> None:
+    from imgbuild.knowledge.report_html import releases_table
+
+    row = {"version": "0.5.11", "recommended": False, "released": "2026-05-07", "torch": "2.11.0", "cuda": "13.0",
+           "min_driver": "580.65.06", "kernel": None, "flashinfer": None, "transformers": "transformers==5.6.0",
+           "glibc": "2.34", "python": ">=3.10", "architectures": 1, "added": 1, "removed": 0,
+           "lock_imports": True, "lock_failure": None, "lock_imports_today": False,
+           "lock_failure_today": "import sglang: ValueError: Either a revision or a version must be specified. (in kernels 0.17.2)"}
+    html = releases_table([row])
+    assert 'data-lock data-lock-ok="1"' in html and "(today: NO)" in html and "kernels 0.17.2" in html
+    html = releases_table([{**row, "lock_imports": False, "lock_failure": "import sglang: ValueError: x"}])
+    assert 'data-lock-ok="0"' in html and ">NO" in html and "ValueError: x</span>" in html
+
+
 def chromium() -> str:
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)

@@ -75,6 +75,7 @@ class ImageInfo:
     labels: dict[str, str] = field(default_factory=dict)
     env: tuple[str, ...] = ()
     user: str = ""
+    size_bytes: int | None = None  # the daemon's Size: the image's uncompressed layers
 
 
 def _no_engine(exc: Exception) -> EnvironmentUnavailable:
@@ -114,6 +115,7 @@ class Engine:
             labels=dict(config.get("Labels") or {}),
             env=tuple(config.get("Env") or ()),
             user=config.get("User") or "",
+            size_bytes=data.get("Size") if isinstance(data.get("Size"), int) else None,
         )
 
     def require_image(self, ref: str) -> ImageInfo:

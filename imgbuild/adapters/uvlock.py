@@ -311,3 +311,56 @@ def _rfc3339(moment: datetime, *, micro: bool = False) -> str:
 def _looks_like_network(stderr: str) -> bool:
     needles = ("certificate", "Failed to fetch", "dns error", "Connection refused", "timed out", "tcp connect")
     return any(n.lower() in stderr.lower() for n in needles)
+
+
+# -- installing a lock into a throwaway venv (scripts/lock_all.py) -------------------------
+
+
+@dataclass(frozen=True)
+class VenvInstall:
+    """A lock installed by uv into ``venv``: its interpreter and how long uv took."""
+
+    venv: Path
+    python: Path
+    seconds: float
+
+
+def install_lock(
+    lock_path: Path,
+    venv: Path,
+    *,
+    interpreter: str,
+    cache_dir: Path,
+    ca_bundle: Path | None = None,
+    timeout_s: float = 1800.0,
+) -> VenvInstall:
+    """``uv venv`` then ``uv pip install --require-hashes -r LOCK`` into ``venv``.
+
+    The cache is shared between runs (one copy of each torch's CUDA wheels, about 4 GB);
+    with the venv on the same file system uv hardlinks from it, so a venv costs little disk.
+    ``--no-deps``: the lock already lists every package, and a lock that misses one should
+    fail the import smoke rather than be patched by the installer.
+    """
+    import time
+
+    uv = find_uv()
+    env = dict(os.environ, UV_CACHE_DIR=str(cache_dir))
+    if ca_bundle:
+        env["SSL_CERT_FILE"] = str(ca_bundle)
+    started = time.monotonic()
+    steps = (
+        [*uv, "venv", "--quiet", "--python", interpreter, str(venv)],
+        [*uv, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), "--require-hashes", "--no-deps",
+         "-r", str(lock_path)],
+    )
+    for argv in steps:
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False, env=env)
+        except subprocess.TimeoutExpired as exc:
+            raise EnvironmentUnavailable(f"{' '.join(argv[:3])} did not finish within {timeout_s:.0f} s") from exc
+        if proc.returncode != 0:
+            tail = " | ".join(proc.stderr.strip().splitlines()[-4:])
+            cls = EnvironmentUnavailable if _looks_like_network(proc.stderr) else UsageError
+            raise cls(f"installing {lock_path.name} into {venv} failed: {tail}",
+                      hint="check the network to the index, or the disk space of the uv cache")
+    return VenvInstall(venv=venv, python=venv / "bin" / "python", seconds=time.monotonic() - started)

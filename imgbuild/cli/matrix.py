@@ -24,12 +24,17 @@ def matrix_show(sglang: str | None, matrix_path: str | None, as_json: bool) -> N
     if sglang:
         e = m.engine(sglang)
         data = {"version": e.version, "requires_python": e.requires_python, "glibc": e.glibc, "torch": e.torch,
-                "cuda": e.cuda, "pins": e.pins, "architectures": sorted(e.architectures)}
+                "cuda": e.cuda, "pins": e.pins, "architectures": sorted(e.architectures), "released": e.released,
+                "lock_smoke": e.lock_smoke}
         if as_json:
             emit_json(data)
             return
-        for key in ("version", "requires_python", "glibc", "torch", "cuda"):
+        for key in ("version", "released", "requires_python", "glibc", "torch", "cuda"):
             click.echo(f"{key:<16} {data[key]}")
+        for kind, record in e.lock_smoke.items():
+            click.echo(f"lock {kind:<11} " + ("imports" if record["imports"] else
+                       f"DOES NOT import: {record.get('step')}: {record.get('root')}") + f" (Python {record.get('python')}, "
+                       f"as of {record.get('as_of')}, checked {record.get('checked')})")
         for name, spec in e.pins.items():
             click.echo(f"pin              {name}{spec}")
         click.echo(f"architectures    {len(e.architectures)}:")
@@ -39,16 +44,20 @@ def matrix_show(sglang: str | None, matrix_path: str | None, as_json: bool) -> N
     if as_json:
         emit_json({
             "engines": [{"version": e.version, "torch": e.torch, "cuda": e.cuda, "requires_python": e.requires_python,
-                         "architectures": len(e.architectures)} for e in m.engines],
+                         "architectures": len(e.architectures), "released": e.released,
+                         "lock_imports": {k: r["imports"] for k, r in e.lock_smoke.items()}} for e in m.engines],
             "cuda": [{"version": c.version, "min_driver": c.min_driver, "sm": list(c.sm)} for c in m.cuda],
             "gpus": [{"name": g.name, "compute_capability": g.compute_capability, "memory_mib": g.memory_mib,
                       "aliases": list(g.aliases)} for g in m.gpus],
         })
         return
-    click.echo(f"{'sglang':<14}{'torch':<10}{'cuda':<6}{'python':<12}{'glibc':<7}architectures")
+    click.echo(f"{'sglang':<14}{'released':<12}{'torch':<10}{'cuda':<6}{'python':<12}{'glibc':<7}{'archs':<7}lock imports")
     for e in m.engines:
-        click.echo(f"{e.version:<14}{e.torch or '-':<10}{e.cuda or '-':<6}{e.requires_python or '-':<12}"
-                   f"{e.glibc or '-':<7}{len(e.architectures)}")
+        click.echo(f"{e.version:<14}{e.released or '-':<12}{e.torch or '-':<10}{e.cuda or '-':<6}"
+                   f"{e.requires_python or '-':<12}{e.glibc or '-':<7}{len(e.architectures):<7}{_lock_column(e)}")
+    failing = [e for e in m.engines if e.lock_failure()]
+    for e in failing:
+        click.echo(f"warning: SGLang {e.version}: {e.lock_failure()}")
     click.echo("")
     click.echo(f"{'cuda':<6}{'min driver':<12}sm")
     for c in m.cuda:
@@ -57,6 +66,17 @@ def matrix_show(sglang: str | None, matrix_path: str | None, as_json: bool) -> N
     click.echo(f"{'gpu':<36}{'sm':<6}{'MiB':>8}  aliases")
     for g in m.gpus:
         click.echo(f"{g.name:<36}{g.compute_capability:<6}{g.memory_mib:>8}  {', '.join(g.aliases)}")
+
+
+def _lock_column(engine: object) -> str:
+    """as of the release / of today, from matrix.yaml lock_smoke (scripts/lock_all.py); '-' not measured."""
+    smoke = getattr(engine, "lock_smoke", {})
+
+    def word(kind: str) -> str:
+        record = smoke.get(kind)
+        return "-" if record is None else ("yes" if record["imports"] else "NO")
+
+    return f"{word('as_of_release')} (today: {word('latest')})" if smoke else "-"
 
 
 @matrix.command("validate")

@@ -54,6 +54,7 @@ class BuildRecord:
     duration_s: float
     pins: dict[str, str] = field(default_factory=dict)
     record_path: str | None = None
+    size_bytes: int | None = None  # the local image's size as the daemon reports it; None when only in a registry
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,11 +134,12 @@ def build_image(engine: Engine, options: BuildOptions) -> BuildRecord:
     record_path = options.record_path or default_record_path(rendered.tag)
 
     def finish(image_id: str | None, repo_digest: str | None, skipped: bool, reason: str) -> BuildRecord:
+        local = engine.image_info(image_id) if image_id else None
         record = BuildRecord(
             image=ref, image_id=image_id, repo_digest=repo_digest, recipe_digest=rendered.recipe_digest,
             target=rendered.target.name, base=rendered.base_ref, skipped=skipped, reason=reason,
             duration_s=round(time.monotonic() - started, 3), pins=lock_pins(rendered.lock_text),
-            record_path=str(record_path),
+            record_path=str(record_path), size_bytes=local.size_bytes if local else None,
         )
         write_record(record, record_path)
         return record

@@ -157,11 +157,13 @@ def check_model(
         notes.append("fix: " + smoke.hint(sglang.version))
     if sglang.engine is None:
         notes.append(f"SGLang {sglang.version} is not in the matrix: its torch/CUDA pins are unknown, host not compared")
+
     if not host.checked:
         notes.append(f"host not checked: {host.source}")
 
     min_sglang, recommended = _recommend(model, host, matrix)
     rec_driver = _min_driver(recommended, matrix) if recommended else None
+    notes += _lock_warnings(sglang.engine if smoke is None else None, recommended)
     plan = None
     if options.flags and host.checked:
         # The same planner as `imgbuild plan` and certify's preflight; imported here so that
@@ -189,6 +191,15 @@ def check_model(
         plan=plan,
         smoke=smoke,
     )
+
+
+def _lock_warnings(engine: EngineSpec | None, recommended: EngineSpec | None) -> list[str]:
+    """matrix.yaml lock_smoke (scripts/lock_all.py): the release checked, or the one recommended,
+    whose lock as of its release does not import; an image of it would fail the build's import smoke."""
+    out = [f"warning: SGLang {engine.version}: {engine.lock_failure()}"] if engine and engine.lock_failure() else []
+    if recommended is not None and recommended is not engine and recommended.lock_failure():
+        out.append(f"warning: recommended SGLang {recommended.version}: {recommended.lock_failure()}")
+    return out
 
 
 def _recommend(model: ModelInfo, host: HostView, matrix: Matrix) -> tuple[str | None, EngineSpec | None]:

@@ -204,12 +204,17 @@ def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
     return matrix
 
 
-def _cache_path(matrix_path: Path) -> Path:
+def matrix_cache_dir() -> Path:
+    """Where load_matrix keeps each validated file's parsed JSON (`imgbuild cache clear --matrix`)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "imgbuild" / "matrix"
+
+
+def _cache_path(matrix_path: Path) -> Path:
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", str(matrix_path.resolve()).strip("/"))
     if len(name) > 200:  # NAME_MAX is 255: keep the tail, which tells files apart
         name = name[-200:]
-    return Path(base) / "imgbuild" / "matrix" / f"{name}.json"
+    return matrix_cache_dir() / f"{name}.json"
 
 
 def _read_cache(cache: Path, stamp: list[int]) -> Any:
@@ -540,9 +545,27 @@ class _Checker:
                         torch=None if torch is None else str(torch),
                         cuda=None if cuda is None else str(cuda),
                         architectures=frozenset(current),
+                        released=None if row.get("released") is None else str(row["released"]),
+                        lock_smoke=self.lock_smoke(where, row.get("lock_smoke")),
                     )
                 )
         return tuple(out)
+
+    def lock_smoke(self, where: tuple[Any, ...], value: Any) -> dict[str, dict[str, Any]]:
+        """An engine's ``lock_smoke:`` (written by scripts/lock_all.py): kinds of lock to records."""
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.problem(where + ("lock_smoke",), "must map as_of_release / latest to a record")
+            return {}
+        out: dict[str, dict[str, Any]] = {}
+        for kind, record in value.items():
+            if kind not in ("as_of_release", "latest") or not isinstance(record, dict) \
+                    or not isinstance(record.get("imports"), bool):
+                self.problem(where + ("lock_smoke", kind), "must be as_of_release or latest: {imports: true|false, ...}")
+                continue
+            out[str(kind)] = dict(record)
+        return out
 
 
 def format_path(where: tuple[Any, ...]) -> str:

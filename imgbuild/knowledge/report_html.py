@@ -258,15 +258,27 @@ def releases_table(releases: Sequence[Mapping[str, Any]]) -> str:
     rows = []
     for r in releases:
         rec = ' <span class="badge rec" title="recommended">recommended</span>' if r["recommended"] else ""
-        lock = r.get("lock_imports")
-        lock_text = "-" if lock is None else ("yes" if lock is True else "no" if lock is False else json.dumps(lock, default=str))
+        lock_cell = _lock_cell(r.get("lock_imports"), r.get("lock_failure"), r.get("lock_imports_today"),
+                               r.get("lock_failure_today"))
         rows.append(
             f'<tr data-release="{_e(r["version"])}"{" data-recommended=1 class=recommended" if r["recommended"] else ""}>'
             f'<td><b>{_e(r["version"])}</b>{rec}</td><td>{_e(r["released"])}</td><td>{_e(r["torch"])}</td><td>{_e(r["cuda"])}</td>'
             f'<td>{_e(r["min_driver"])}</td><td>{_e(r["kernel"])}</td><td>{_e(r["flashinfer"])}</td><td>{_e(r["transformers"])}</td>'
-            f'<td>{_e(r["glibc"])}</td><td>{_e(r["python"])}</td><td data-lock>{escape(lock_text)}</td>'
+            f'<td>{_e(r["glibc"])}</td><td>{_e(r["python"])}</td>{lock_cell}'
             f'<td class=num>{r["architectures"]} (+{r["added"]}/-{r["removed"]})</td></tr>')
     return f'<table class="t" id="releases"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _lock_cell(as_of: bool | None, failure: str | None, today: bool | None, failure_today: str | None) -> str:
+    """As of the release: yes / NO (the root line as its title, and in print); today's lock beside it."""
+    def word(ok: bool | None) -> str:
+        return "-" if ok is None else ("yes" if ok else "NO")
+
+    title = "; ".join(f"{k}: {v}" for k, v in (("as of the release", failure), ("today", failure_today)) if v)
+    state = "" if as_of is None else f' data-lock-ok="{int(as_of)}"'
+    text = escape(word(as_of)) + (f' <span class="muted">(today: {escape(word(today))})</span>' if today is not None else "")
+    detail = f'<span class="step-detail">{escape(failure)}</span>' if failure else ""
+    return f'<td data-lock{state} title="{escape(title, quote=True)}">{text}{detail}</td>'
 
 
 def gpus_table(gpus: Sequence[Mapping[str, Any]]) -> str:

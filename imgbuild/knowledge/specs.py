@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -16,6 +17,19 @@ class EngineSpec:
     torch: str | None
     cuda: str | None
     architectures: frozenset[str] = field(default_factory=frozenset)
+    released: str | None = None  # the wheel's upload date on PyPI, YYYY-MM-DD
+    # scripts/lock_all.py's measurement per kind of lock ("as_of_release", "latest"):
+    # {"imports": bool, "python", "as_of", "checked", and where it fails "step", "root", "packages"}
+    lock_smoke: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def lock_failure(self) -> str | None:
+        """Why this release's as-of-release lock does not import, or None (imports, or not measured)."""
+        record = self.lock_smoke.get("as_of_release") or {}
+        if record.get("imports") is not False:
+            return None
+        where = f" (in {', '.join(record['packages'])})" if record.get("packages") else ""
+        return (f"its lock as of the release, installed for Python {record.get('python')} on {record.get('checked')}, "
+                f"does not import: {record.get('step')}: {record.get('root')}{where}")
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,11 @@ def render_engines(rows: list[dict[str, Any]], *, notes: Iterable[str] = ()) -> 
         "#   torch, cuda: the exact torch pin, and the CUDA of torch's default PyPI wheel for Linux",
         "#     x86_64 from that torch's own Requires-Dist (nvidia-cuda-runtime-cuXX / cuda-toolkit);",
         "#   architectures_added/_removed: EntryClass names in sglang/srt/models/*.py (registered by",
-        "#     sglang/srt/models/registry.py as cls.__name__), as deltas against the previous engine.",
+        "#     sglang/srt/models/registry.py as cls.__name__), as deltas against the previous engine;",
+        "#   released: that wheel's upload date (UTC) on PyPI;",
+        "#   lock_smoke: measured by scripts/lock_all.py, kept across reruns: whether the lock as of the",
+        "#     release (as_of_release) and one of today's index (latest), installed by uv for Python",
+        "#     `python`, pass the import smoke; where not, the failing step, root error line and packages.",
     ]
     for note in notes:
         lines.append(f"# note: {note}")
@@ -76,11 +80,14 @@ def render_engines(rows: list[dict[str, Any]], *, notes: Iterable[str] = ()) -> 
             lines.append(f"  # {row['wheel']}")
         pins = ", ".join(f"{_yaml_key(k)}: {json.dumps(v)}" for k, v in row["pins"].items())
         lines.append(f"  - version: {json.dumps(row['version'])}")
+        if row.get("released"):
+            lines.append(f"    released: {json.dumps(row['released'])}")
         lines.append(f"    requires_python: {json.dumps(row['requires_python'])}")
         lines.append(f"    glibc: {json.dumps(row['glibc'])}")
         lines.append(f"    pins: {{{pins}}}")
         lines.append(f"    torch: {json.dumps(row['torch'])}")
         lines.append(f"    cuda: {json.dumps(row['cuda'])}")
+        lines.extend(lock_smoke_lines(row.get("lock_smoke")))
         for key, names in (("architectures_added", added), ("architectures_removed", removed)):
             if names:
                 lines.append(f"    {key}:")
@@ -88,6 +95,52 @@ def render_engines(rows: list[dict[str, Any]], *, notes: Iterable[str] = ()) -> 
             else:
                 lines.append(f"    {key}: []")
     return "\n".join(lines) + "\n"
+
+
+# lock_smoke: what scripts/lock_all.py measured (a lock installed by uv, then the import smoke),
+# one flow mapping per kind of lock; the generator carries it over from the matrix it rewrites.
+LOCK_KINDS = ("as_of_release", "latest")
+LOCK_FIELDS = ("imports", "python", "as_of", "checked", "step", "root", "packages")
+
+
+def lock_smoke_lines(lock_smoke: dict[str, Any] | None) -> list[str]:
+    """The `lock_smoke:` lines of an engine row (none when nothing was measured)."""
+    if not lock_smoke:
+        return []
+    lines = ["    lock_smoke:"]
+    for kind in LOCK_KINDS:
+        record = lock_smoke.get(kind)
+        if isinstance(record, dict):
+            fields = ", ".join(f"{key}: {json.dumps(record[key])}" for key in LOCK_FIELDS if key in record)
+            lines.append(f"      {kind}: {{{fields}}}")
+    return lines
+
+
+def set_engine_lock_smoke(text: str, version: str, kind: str, record: dict[str, Any]) -> str:
+    """matrix.yaml's text with engine ``version``'s ``lock_smoke.<kind>`` set to ``record``,
+    written as render_engines writes it (so a regeneration gives the same bytes)."""
+    import yaml
+
+    if kind not in LOCK_KINDS:
+        raise GenError(f"lock kind {kind!r} is not one of {', '.join(LOCK_KINDS)}")
+    lines = text.split("\n")
+    head = f"  - version: {json.dumps(version)}"
+    try:
+        start = lines.index(head, next(i for i, ln in enumerate(lines) if ln.startswith(MARKER_PREFIX)))
+    except (ValueError, StopIteration):
+        raise GenError(f"matrix.yaml: no generated engine row {head.strip()!r}") from None
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("    ")), len(lines))
+    block = lines[start:end]
+    current: dict[str, Any] = {}
+    at = next((i for i, ln in enumerate(block) if ln.startswith("    lock_smoke:")), None)
+    if at is not None:
+        stop = next((i for i in range(at + 1, len(block)) if not block[i].startswith("      ")), len(block))
+        current = yaml.safe_load("\n".join(ln[4:] for ln in block[at:stop]))["lock_smoke"] or {}
+        del block[at:stop]
+    current[kind] = record
+    after = next(i for i, ln in enumerate(block) if ln.startswith("    cuda:")) + 1
+    block[after:after] = lock_smoke_lines(current)
+    return "\n".join(lines[:start] + block + lines[end:])
 
 
 def build_server_args(per_version: dict[str, list[dict[str, Any]]], *, generated_by: str) -> dict[str, Any]:

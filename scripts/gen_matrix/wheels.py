@@ -300,12 +300,19 @@ def is_final(version: Version) -> bool:
     return not (version.is_prerelease or version.is_devrelease)
 
 
-def pypi_releases(client: Any) -> dict[str, list[str]]:
-    """{version: [wheel file names]} of every final, non-yanked sglang release >= 0.4.0."""
+def pypi_releases(client: Any, upload_dates: dict[str, str] | None = None) -> dict[str, list[str]]:
+    """{version: [wheel file names]} of every final, non-yanked sglang release >= 0.4.0.
+
+    ``upload_dates``, when given, is filled with {wheel file name: its upload date (UTC, YYYY-MM-DD)}."""
     response = client.get(PYPI_SGLANG_JSON)
     response.raise_for_status()
     releases: dict[str, list[str]] = {}
     for version_text, files in response.json()["releases"].items():
+        if upload_dates is not None:
+            for f in files:
+                when = f.get("upload_time_iso_8601") or f.get("upload_time") or ""
+                if when:
+                    upload_dates[f["filename"]] = when[:10]
         try:
             version = Version(version_text)
         except InvalidVersion:
