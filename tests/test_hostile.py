@@ -6,6 +6,7 @@ import re
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,11 +18,17 @@ TARGET = ["--sglang", "0.5.11", "--gpu", "RTX A6000x2"]
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code, _out, err = run_out(capsys, *args)
+    return code, err
+
+
+def run_out(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     started = time.monotonic()
     with pytest.raises(SystemExit) as done:
         main(list(args))
     assert time.monotonic() - started < 10
-    return int(done.value.code or 0), capsys.readouterr().err
+    seen = capsys.readouterr()
+    return int(done.value.code or 0), seen.out, seen.err
 
 
 def test_the_hit_an_exception_pattern_is_linear_on_a_long_line() -> None:
@@ -117,3 +124,83 @@ def test_good_gpus_and_drivers_still_pass_the_option_checks(
         capsys: pytest.CaptureFixture[str], gpu: str, driver: str) -> None:
     code, err = run(capsys, "check", SEED, "--sglang", "0.5.11", "--gpu", gpu, "--driver", driver)
     assert code in (0, 1), err  # a verdict either way, not a usage error
+
+
+def _cached_hub_model(tmp_path: Path) -> Path:
+    """A stand-in Hub folder serving the seed model as Qwen/Qwen3.6-27B@main."""
+    import shutil
+
+    root = tmp_path / "hubroot"
+    repo = root / "Qwen" / "Qwen3.6-27B" / "main"
+    repo.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors.index.json"):
+        shutil.copy(Path(SEED) / name, repo / name)
+    return root
+
+
+def test_a_bad_answer_kept_in_the_cache_is_named_with_its_path_and_cleared_by_the_cache_command(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import json
+
+    from hubserver import HubServer
+
+    def not_a_config(handler: Any) -> None:  # a JSON object, so the hub adapter keeps it
+        body = b'{"error": "Repository not found"}'
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = _cached_hub_model(tmp_path)
+    folder = tmp_path / "cache" / "imgbuild" / "hub" / "Qwen" / "Qwen3.6-27B" / "main"
+    with HubServer(root, answer={"config.json": not_a_config}) as bad:
+        monkeypatch.setenv("HF_ENDPOINT", bad.url)
+        code, err = run(capsys, "inspect", "Qwen/Qwen3.6-27B")
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f"cached in {folder}: `imgbuild cache clear Qwen/Qwen3.6-27B@main` drops them" in err
+    with HubServer(root) as fixed:
+        monkeypatch.setenv("HF_ENDPOINT", fixed.url)
+        assert run(capsys, "inspect", "Qwen/Qwen3.6-27B")[0] == 2  # still the cached answer
+        assert fixed.requests == []
+        code, out, _ = run_out(capsys, "cache", "show", "--json")
+        hub = json.loads(out)["caches"][0]
+        assert code == 0 and hub["name"] == "hub" and hub["files"] == 2
+        assert [(e["repo"], e["revision"], e["path"]) for e in hub["entries"]] == [
+            ("Qwen/Qwen3.6-27B", "main", str(folder))]
+        code, out, _ = run_out(capsys, "cache", "clear", "Qwen/Qwen3.6-27B@main", "--json")
+        assert code == 0 and json.loads(out)["removed"][0]["files"] == 2
+        assert not folder.exists() and not folder.parent.exists()
+        assert run(capsys, "inspect", "Qwen/Qwen3.6-27B")[0] == 0
+        assert len(fixed.requests) == 2
+
+
+def test_cache_clear_all_empties_both_caches_and_keeps_build_records(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    base = tmp_path / "imgbuild"
+    for path in (base / "hub" / "Qwen" / "X" / "refs" / "pr" / "1" / "config.json",
+                 base / "matrix" / "m.yaml.json", base / "builds" / "tag.json"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    code, out, _ = run_out(capsys, "cache", "show")
+    assert code == 0 and "Qwen/X@refs/pr/1  1 file, 2 B" in out
+    code, out, _ = run_out(capsys, "cache", "clear")
+    assert code == 0 and "matrix" in out
+    assert [p.name for p in base.rglob("*") if p.is_file()] == ["tag.json"]
+    assert (base / "hub").is_dir() and not (base / "hub" / "Qwen").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["cache", "clear", "Qwen/../x"], "'Qwen/../x' is not a Hugging Face id"),
+    (["cache", "clear", "Qwen/X@../../etc"], "revision '../../etc' is not a valid Hub revision"),
+    (["cache", "clear", "--hub", "Qwen/X"], "give model ids or --hub/--matrix/--all, not both"),
+], ids=["dotdot-id", "dotdot-revision", "ids-and-a-flag"])
+def test_cache_clear_refuses_what_is_not_a_cache_entry(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        args: list[str], message: str) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "etc").mkdir()
+    code, err = run(capsys, *args)
+    assert code == 2 and len(err.splitlines()) == 1 and message in err, err
+    assert (tmp_path / "etc").is_dir()

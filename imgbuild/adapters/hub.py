@@ -9,7 +9,8 @@ Everything that reaches the cache is bounded: ids and revisions are validated as
 the Hub defines them before a path is built from them (and the path is checked to
 stay inside the cache), each download has a size cap and a wall-clock deadline
 that a slow drip cannot restart, and only a body that parses as a JSON object is
-cached (a proxy's HTML page is refused, not kept).
+cached (a proxy's HTML page is refused, not kept). ``imgbuild cache show`` lists the
+entries and ``imgbuild cache clear [ORG/NAME[@REV]]`` drops them (cache_entries, clear_cache).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -144,7 +147,7 @@ class HubClient:
 
     def fetch(self, repo: str, revision: str, filename: str) -> bytes | None:
         cached = self.cache_path(repo, revision, filename)
-        data = self._read_cache(cached)
+        data = self._read_cache(cached, f"{repo}@{revision}")
         if data is not None:
             return None if data == _MISSING else data
         if self.offline:
@@ -169,7 +172,7 @@ class HubClient:
         self._store(cached, body)
         return body
 
-    def _read_cache(self, path: Path) -> bytes | None:
+    def _read_cache(self, path: Path, model: str) -> bytes | None:
         """A cached entry, or None when there is none; a corrupt one is dropped so it is fetched again."""
         try:
             if not path.is_file():
@@ -179,15 +182,27 @@ class HubClient:
                 data = fh.read(size_cap + 1)
         except OSError as exc:
             raise EnvironmentUnavailable(f"cannot read the Hub cache entry {path}: {exc.strerror}",
-                                         hint=f"remove it: rm {path}") from None
+                                         hint=_clear_hint(model, path)) from None
         if data == _MISSING or (len(data) <= size_cap and _json_object(data)):
             return data
         try:
             path.unlink()
         except OSError:
             raise UsageError(f"the Hub cache entry {path} is corrupt and cannot be removed",
-                             hint=f"remove it: rm {path}") from None
+                             hint=_clear_hint(model, path)) from None
         return None
+
+    def cache_note(self, repo: str, revision: str) -> str | None:
+        """Where repo@revision's files are cached and how to drop them, when any are: for an
+        error about what they hold (a server's answer that parsed as JSON but is no config)."""
+        try:
+            folder = self.cache_path(repo, revision, "config.json").parent
+            cached = folder.is_dir() and any(p.is_file() for p in folder.iterdir())
+        except (UsageError, OSError):
+            return None
+        if not cached:
+            return None
+        return f"the Hub's files are cached in {folder}: `imgbuild cache clear {repo}@{revision}` drops them"
 
     def _url(self, repo: str, revision: str, filename: str) -> str:
         # huggingface_hub/file_download.py quotes the revision whole (refs/pr/1 -> refs%2Fpr%2F1)
@@ -274,6 +289,89 @@ class HubClient:
             os.replace(tmp, path)
         except OSError:
             Path(tmp).unlink(missing_ok=True)
+
+
+def _clear_hint(model: str, path: Path) -> str:
+    return f"drop it: imgbuild cache clear {model} (or rm {path})"
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One model revision in the cache: its folder, how many files and bytes it holds."""
+
+    repo: str
+    revision: str
+    path: Path
+    files: int
+    size_bytes: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"repo": self.repo, "revision": self.revision, "path": str(self.path),
+                "files": self.files, "bytes": self.size_bytes}
+
+
+def cache_entries(cache_dir: Path | None = None) -> list[CacheEntry]:
+    """Every repo@revision under the cache, sorted; a file in no revision folder (left by
+    something else) counts under the revision '?'. Links are counted, never followed."""
+    root = cache_dir or default_cache_dir()
+    grouped: dict[tuple[str, str], list[int]] = {}
+    for dirpath, _dirs, files in os.walk(root):
+        parts = Path(dirpath).relative_to(root).parts
+        repo = "/".join(parts[:2]) or "?"
+        revision = "/".join(parts[2:]) or "?"
+        tally = grouped.setdefault((repo, revision), [0, 0])
+        for name in files:
+            try:
+                tally[1] += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:  # removed while we looked
+                continue
+            tally[0] += 1
+    return [CacheEntry(repo, revision, root.joinpath(repo, revision) if "?" not in (repo, revision) else root,
+                       files, size) for (repo, revision), (files, size) in sorted(grouped.items()) if files]
+
+
+def clear_cache(cache_dir: Path | None = None, *, repo: str | None = None,
+                revision: str | None = None) -> tuple[int, int]:
+    """Remove the whole cache, one repository's revisions or one revision; (files, bytes) removed.
+
+    The folder removed is built from a validated id and revision, so it is inside the cache;
+    a link inside it is removed, not followed."""
+    root = cache_dir or default_cache_dir()
+    target = root
+    if repo is not None:
+        validate_repo_id(repo)
+        target = root / repo
+        if revision is not None:
+            validate_revision(revision)
+            target = target / revision
+    elif revision is not None:
+        raise UsageError("a revision without a model id", hint="write ORG/NAME@REVISION")
+    gone = [e for e in cache_entries(root) if target == root or e.path == target or target in e.path.parents]
+    removed = (sum(e.files for e in gone), sum(e.size_bytes for e in gone))
+    try:
+        if target == root:  # the root stays: it may be a link to another disk
+            for child in root.iterdir() if root.is_dir() else ():
+                _remove(child)
+        else:
+            _remove(target)
+    except OSError as exc:
+        raise UsageError(f"cannot remove {exc.filename or target}: {exc.strerror or exc}",
+                         hint=f"remove it by hand: rm -r {target}") from None
+    for parent in target.parents:  # the empty org/name (and refs/pr) folders left behind
+        if parent == root or root not in parent.parents:
+            break
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+    return removed
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.is_symlink() or path.exists():
+        path.unlink()
 
 
 def hub_for(source: str) -> HubClient | None:

@@ -290,8 +290,17 @@ def is_local_source(source: str) -> bool:
 
 
 def inspect_model(source: str, *, hub: HubFetcher | None = None) -> ModelInfo:
-    config, index = read_model_files(source, hub=hub)
-    return describe_model(config, index, source=source)
+    try:
+        config, index = read_model_files(source, hub=hub)
+        return describe_model(config, index, source=source)
+    except UsageError as exc:
+        # What a server answered stays cached: an error about it says where, and how to drop it.
+        hub_id = None if is_local_source(source) else split_hub_id(source)
+        note = getattr(hub, "cache_note", None)
+        where = note(*hub_id) if hub_id is not None and note is not None else None
+        if where is None:
+            raise
+        raise UsageError(exc.message, hint=f"{exc.hint}; {where}" if exc.hint else where) from exc
 
 
 def read_model_files(source: str, *, hub: HubFetcher | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
