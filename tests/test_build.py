@@ -142,6 +142,34 @@ def test_build_installs_real_packages_from_pypi_and_pushes(built_test_image, doc
     assert saved["size_bytes"] == info.size_bytes and info.size_bytes > 10_000_000  # the daemon's Size, for the report
 
 
+def test_push_progress_is_one_line_per_layer_status_and_quarter_of_its_bytes() -> None:
+    from imgbuild.adapters.engine import LayerProgress
+
+    layers = LayerProgress()
+    stream = [{"status": "Preparing", "id": "a1"}, {"status": "Waiting", "id": "a1"}]
+    stream += [{"status": "Pushing", "id": "a1", "progressDetail": {"current": n * 100_000_000, "total": 4_000_000_000}}
+               for n in range(41)]
+    stream += [{"status": "Pushed", "id": "a1"}, {"status": "Layer already exists", "id": "b2"}, {"status": "x"}]
+    lines = [line for line in map(layers.line, stream) if line]
+    assert lines == ["a1: Preparing", "a1: Waiting", "a1: Pushing 0.0 MB / 4.00 GB", "a1: Pushing 1.00 GB / 4.00 GB",
+                     "a1: Pushing 2.00 GB / 4.00 GB", "a1: Pushing 3.00 GB / 4.00 GB", "a1: Pushing 4.00 GB / 4.00 GB",
+                     "a1: Pushed", "b2: Layer already exists"]
+
+
+@pytest.mark.docker
+def test_push_reports_each_layer(built_test_image, docker_engine, local_registry) -> None:  # noqa: ANN001
+    repo, tag = f"{local_registry}/imgbuild-test/push-progress", "t1"
+    docker_engine.tag(built_test_image.image_id, repo, tag)
+    events: list = []
+    try:
+        digest = docker_engine.push(repo, tag, on_event=events.append)
+    finally:
+        docker_engine.api.remove_image(f"{repo}:{tag}")
+    assert digest.startswith(repo + "@sha256:")
+    assert events and {e.kind for e in events} == {"push"} and all(e.layer and e.text.startswith(e.layer) for e in events)
+    assert len({e.layer for e in events}) >= 2  # the base's layer and the install's at least
+
+
 @pytest.mark.docker
 def test_rebuild_of_an_unchanged_recipe_is_skipped(built_test_image, test_base_ref, tmp_path: Path) -> None:  # noqa: ANN001
     result = CliRunner().invoke(

@@ -153,9 +153,11 @@ class Engine:
         except docker.errors.DockerException as exc:
             raise UsageError(f"cannot tag {image_id} as {repository}:{tag}: {exc}") from exc
 
-    def push(self, repository: str, tag: str) -> str:
-        """Push ``repository:tag``; return the repository digest (``repo@sha256:...``)."""
+    def push(self, repository: str, tag: str, *, on_event: Callable[[BuildEvent], None] | None = None) -> str:
+        """Push ``repository:tag``; return the repository digest (``repo@sha256:...``).
+        ``on_event`` gets "push" events: each layer's status and bytes done / total."""
         digest = None
+        layers, started = LayerProgress(), time.monotonic()
         try:
             for item in self.api.push(repository, tag=tag, stream=True, decode=True):
                 if "error" in item:
@@ -166,6 +168,9 @@ class Engine:
                 aux = item.get("aux") or {}
                 if aux.get("Digest"):
                     digest = aux["Digest"]
+                line = layers.line(item) if on_event is not None else None
+                if line and on_event is not None:
+                    on_event(BuildEvent("push", 0, 0, line, time.monotonic() - started, item.get("id")))
         except docker.errors.DockerException as exc:
             raise EnvironmentUnavailable(f"push of {repository}:{tag} failed: {exc}") from exc
         if not digest:
@@ -285,6 +290,33 @@ class Engine:
         raise UsageError(f"image {image_ref!r} has no python3 or python on its PATH ({last_error})")
 
 
+class LayerProgress:
+    """Per-layer bytes done / total from a push or pull stream (``status``, ``id``,
+    ``progressDetail: {current, total}``), as one line per layer per status change and per
+    quarter of its bytes: the daemon sends an item every few KiB, a 9 GB push tens of thousands."""
+
+    def __init__(self) -> None:
+        self.shown: dict[str, tuple[str, int]] = {}
+
+    def line(self, item: dict[str, Any]) -> str | None:
+        layer, status = item.get("id"), str(item.get("status") or "")
+        if not layer or not status:
+            return None
+        detail = item.get("progressDetail") or {}
+        current, total = detail.get("current"), detail.get("total")
+        quarter = int(4 * current / total) if isinstance(current, int) and isinstance(total, int) and total > 0 else -1
+        if self.shown.get(layer) == (status, quarter):
+            return None
+        self.shown[layer] = (status, quarter)
+        if quarter < 0:
+            return f"{layer}: {status}"
+        return f"{layer}: {status} {_size(current)} / {_size(total)}"
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
+
+
 @dataclass
 class _BuildProgress:
     """A build's decoded stream read item by item: the current step, its last output lines,
@@ -300,6 +332,7 @@ class _BuildProgress:
     tail: deque[str] = field(default_factory=lambda: deque(maxlen=_BUILD_TAIL_LINES))
     image_id: str | None = None
     step_cached: bool = False
+    pulls: LayerProgress = field(default_factory=LayerProgress)
 
     def emit(self, kind: str, text: str, layer: str | None = None) -> None:
         if self.on_event is not None:
@@ -316,8 +349,10 @@ class _BuildProgress:
             return
         if "status" in item:  # pulling the base image
             status = item["status"]
-            if item.get("id") and status in ("Pull complete", "Already exists"):
-                self.emit("pull", f"{item['id']}: {status}")
+            if item.get("id") and status in ("Downloading", "Pull complete", "Already exists"):
+                line = self.pulls.line(item)
+                if line:
+                    self.emit("pull", line)
             elif not item.get("id"):
                 self.emit("pull", status)
             return

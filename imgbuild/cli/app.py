@@ -82,8 +82,8 @@ def build_progress() -> Callable[[Any], None]:
             click.echo(f"{stamp} step {event.step}/{event.total}: {event.text[:160]}", err=True)
         elif event.kind == "layer":
             click.echo(f"{stamp}   layer {event.layer} ({event.text})", err=True)
-        elif event.kind == "pull":
-            click.echo(f"{stamp}   pull {event.text}", err=True)
+        elif event.kind in ("pull", "push"):
+            click.echo(f"{stamp}   {event.kind} {event.text}", err=True)
         else:
             click.echo(f"{stamp}   | {event.text}", err=True)
 

@@ -110,7 +110,7 @@ def _already_built(engine: Engine, options: BuildOptions, ref: str, push: bool,
         # Built before under another name: name it, as a build would have.
         repository, tag = ref.rsplit(":", 1)
         engine.tag(same[0].id, repository, tag)
-        repo_digest = engine.push(repository, tag) if push else None
+        repo_digest = engine.push(repository, tag, on_event=options.on_progress) if push else None
         return same[0].id, repo_digest, f"an image with this recipe digest exists locally ({same[0].id[:19]})"
     return None
 
@@ -153,5 +153,5 @@ def build_image(engine: Engine, options: BuildOptions) -> BuildRecord:
     )
     repository, tag = ref.rsplit(":", 1)
     engine.tag(image_id, repository, tag)
-    repo_digest = engine.push(repository, tag) if push else None
+    repo_digest = engine.push(repository, tag, on_event=options.on_progress) if push else None
     return finish(image_id, repo_digest, False, "built")
