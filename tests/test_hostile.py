@@ -204,3 +204,40 @@ def test_cache_clear_refuses_what_is_not_a_cache_entry(
     code, err = run(capsys, *args)
     assert code == 2 and len(err.splitlines()) == 1 and message in err, err
     assert (tmp_path / "etc").is_dir()
+
+
+def _matrix_with(tmp_path: Path, old: str, new: str, *, count: int = 1) -> str:
+    text = (Path(SEED).parent.parent / "matrix.yaml").read_text(encoding="utf-8")
+    assert old in text
+    path = tmp_path / "matrix.yaml"
+    path.write_text(text.replace(old, new, count), encoding="utf-8")
+    return str(path)
+
+
+def _seed_target_block() -> str:
+    text = (Path(SEED).parent.parent / "matrix.yaml").read_text(encoding="utf-8")
+    start = text.index("  - name: qwen3.6-27b-a6000x2\n")
+    return text[start:text.index("\n  - name:", start + 1) + 1]
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('    engine: "0.5.11"\n    cuda: "13.0"\n    base: cuda-13.0.1', '    engine: "9.9.9"\n    cuda: "13.0"\n    base: cuda-13.0.1',
+     r":\d+: targets\[0\]\.engine: SGLang 9\.9\.9 is not in engines:"),
+    ("    base: cuda-13.0.1-devel-ubuntu24.04\n    python: \"3.12\"\n    model: Qwen",
+     "    base: nowhere\n    python: \"3.12\"\n    model: Qwen",
+     r"targets\[0\]\.base: 'nowhere' is neither a name in bases: nor a REF@sha256: reference"),
+    ('    gpus: "RTX A6000x2"\n    # Flags', '    gpus: "RTX A6000x0"\n    # Flags', r"targets\[0\]\.gpus: GPU count in 'RTX A6000x0'"),
+    ("duplicate", "", r":\d+: targets\[1\]\.name: 'qwen3\.6-27b-a6000x2' is used twice \(first at targets\[0\]\)"),
+], ids=["engine-not-in-engines", "unknown-base", "zero-gpus", "duplicate-name"])
+def test_matrix_validate_checks_the_targets_against_the_rest_of_the_file(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, old: str, new: str, message: str) -> None:
+    if old == "duplicate":
+        block = _seed_target_block()
+        old, new = block, block + block
+    code, err = run(capsys, "matrix", "validate", _matrix_with(tmp_path, old, new))
+    assert code == 2 and len(err.splitlines()) == 1 and re.search(message, err), err
+
+
+def test_the_shipped_matrix_and_its_targets_validate(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_out(capsys, "matrix", "validate")
+    assert code == 0 and "valid" in out, err

@@ -84,13 +84,16 @@ def _lock_column(engine: object) -> str:
 @options.json_output
 def matrix_validate(file: str | None, as_json: bool) -> None:
     """Validate a matrix file, reporting every problem with file:line and path."""
+    from imgbuild.knowledge.matrix import check_targets
+
     try:
         m = load_matrix(file)
+        check_targets(m)
     except MatrixError as exc:
         if as_json:
             emit_json({"valid": False, "problems": exc.problems})
         else:
-            for problem in exc.problems:
+            for problem in exc.problems if len(exc.problems) > 1 else ():  # one: main's error line is it
                 click.echo(problem, err=True)
         raise
     summary = {"valid": True, "file": str(m.path), "engines": len(m.engines), "cuda": len(m.cuda), "gpus": len(m.gpus),

@@ -568,6 +568,58 @@ class _Checker:
         return out
 
 
+def check_targets(matrix: Matrix) -> None:
+    """The targets: section against the rest of the file, every problem at once (MatrixError).
+
+    load_matrix leaves targets to their use (render, build and make resolve one at a time,
+    so a test fixture may name an engine it lacks); `matrix validate` checks them all: each
+    a mapping that recipe.parse_targets would take, a name used once, an sglang target's
+    engine in engines:, its base a bases: name or a REF@sha256: reference, its gpus known."""
+    from imgbuild.knowledge.recipe import is_pinned_ref, parse_targets
+
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    rows = matrix.raw.get("targets") or []
+    if not isinstance(rows, list):
+        problems.append((("targets",), "must be a list of targets"))
+        rows = []
+    bases = {str(b.get("name")) for b in matrix.raw.get("bases") or [] if isinstance(b, dict)}
+    seen: dict[str, int] = {}
+    for i, row in enumerate(rows):
+        where: tuple[Any, ...] = ("targets", i)
+        try:
+            parse_targets([row])
+        except UsageError as exc:
+            problems.append((where, exc.message.split("targets[0]", 1)[-1].lstrip(": ") or exc.message))
+            continue
+        name = str(row["name"])
+        if name in seen:
+            problems.append((where + ("name",), f"{name!r} is used twice (first at targets[{seen[name]}])"))
+        seen.setdefault(name, i)
+        if row.get("kind") == "sglang":
+            engine = str(row.get("engine"))
+            try:
+                matrix.engine(engine)
+            except UsageError as exc:
+                absent = exc.message.startswith("SGLang ") and "is not in the matrix" in exc.message
+                problems.append((where + ("engine",), f"SGLang {engine} is not in engines: (a release listed there, "
+                                 "or regenerate them with scripts/gen_matrix.py)" if absent else exc.message))
+        base = str(row.get("base") or "")
+        if base not in bases and not is_pinned_ref(base):
+            problems.append((where + ("base",), f"{base!r} is neither a name in bases: nor a REF@sha256: reference"))
+        if row.get("gpus") is not None:
+            try:
+                matrix.resolve_gpu(str(row["gpus"]))
+            except UsageError as exc:
+                problems.append((where + ("gpus",), exc.message))
+    if problems:
+        text = None
+        try:
+            text = matrix.path.read_text(encoding="utf-8")  # for the line numbers; load_matrix read it already
+        except (OSError, UnicodeDecodeError):
+            pass
+        raise MatrixError(_locate(problems, matrix.path, text))
+
+
 def format_path(where: tuple[Any, ...]) -> str:
     text = ""
     for part in where:
