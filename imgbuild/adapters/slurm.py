@@ -24,6 +24,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from imgbuild.errors import EnvironmentUnavailable, NegativeVerdict, UsageError
 
@@ -160,6 +161,96 @@ def submit(request: JobRequest, *, on_stdout: Callable[[str], None], on_stderr: 
     except OSError as exc:
         raise EnvironmentUnavailable(f"cannot run srun: {exc}", hint="install slurm-client") from exc
     return Job(request, proc, on_stdout, on_stderr)
+
+
+class DetachedJob:
+    """An srun whose output goes to files (``<dir>/<name>.out``, ``.err``, its pid in ``.pid``),
+    so a later process can wait on the job and read its certificate if this one dies."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], paths: JobFiles) -> None:
+        self.proc = proc
+        self.paths = paths
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def wait(self, timeout_s: float | None = None) -> int | None:
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+@dataclass(frozen=True)
+class JobFiles:
+    """Where a detached srun of this job name writes: its stdout, stderr and pid."""
+
+    directory: Path
+    name: str
+
+    @property
+    def out(self) -> Path:
+        return self.directory / f"{self.name}.out"
+
+    @property
+    def err(self) -> Path:
+        return self.directory / f"{self.name}.err"
+
+    @property
+    def pid(self) -> Path:
+        return self.directory / f"{self.name}.pid"
+
+    def srun_alive(self) -> bool:
+        """Is the srun that wrote ``.pid`` still running (the pid is checked against the job name)?"""
+        try:
+            pid = int(self.pid.read_text().strip())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError):
+            return False
+        return f"--job-name={self.name}".encode() in cmdline
+
+    def lines(self) -> tuple[list[str], list[str]]:
+        """(stdout lines, stderr lines) written so far."""
+        return tuple(p.read_text(encoding="utf-8", errors="replace").splitlines() if p.exists() else []
+                     for p in (self.out, self.err))  # type: ignore[return-value]
+
+
+def submit_detached(request: JobRequest, files: JobFiles) -> DetachedJob:
+    """Start srun for ``request`` with its output in ``files`` (earlier files of the name are replaced).
+
+    A new session, and files rather than pipes: the job outlives this process (a SIGKILL,
+    a closed terminal) and its output stays readable; Ctrl-C and SIGTERM reach imgbuild,
+    which cancels the job itself."""
+    env = {k: v for k, v in os.environ.items() if k.startswith("SLURM_CONF") or k in ("PATH", "HOME", "USER")}
+    env.update(request.environment)
+    files.directory.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(files.out, "wb") as out, open(files.err, "wb") as err:
+            proc = subprocess.Popen(request.srun_args(), stdout=out, stderr=err, env=env, start_new_session=True,
+                                    stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise EnvironmentUnavailable(f"cannot run srun: {exc}", hint="install slurm-client") from exc
+    files.pid.write_text(f"{proc.pid}\n")
+    return DetachedJob(proc, files)
+
+
+def jobs_by_name(names: list[str]) -> dict[str, list[JobInfo]]:
+    """Every job of these names Slurm still knows, per name, oldest first (one squeue call)."""
+    out: dict[str, list[JobInfo]] = {name: [] for name in names}
+    if not names:
+        return out
+    proc = _run(["squeue", "--noheader", "--states=all", "--name=" + ",".join(names), "--format=%i|%T|%N|%r|%j"])
+    if proc.returncode != 0:
+        check_controller()
+        raise EnvironmentUnavailable(f"squeue failed: {proc.stderr.strip()}")
+    for line in proc.stdout.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) == 5 and parts[4] in out:
+            node = "" if parts[2] in ("", "(null)") else parts[2]
+            out[parts[4]].append(JobInfo(parts[0], parts[1].split()[0], node, parts[3]))
+    for jobs in out.values():
+        jobs.sort(key=lambda j: int(j.job_id) if j.job_id.isdigit() else 0)
+    return out
 
 
 def jobs_named(name: str) -> list[JobInfo]:

@@ -15,6 +15,8 @@ import os
 import shlex
 import socket
 import sys
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -61,6 +63,7 @@ def fleet() -> None:
 @options.no_gpus
 @options.no_plan
 @options.ready_timeout
+@options.job_time
 @options.container_env
 @options.cert_store
 @options.matrix_file
@@ -68,8 +71,8 @@ def fleet() -> None:
 def fleet_certify(image: str, target_names: tuple[str, ...], partition: str | None, gres_pairs: tuple[str, ...],
                   constraint_pairs: tuple[str, ...], launcher_text: str | None, node_imgbuild_text: str | None,
                   export_names: tuple[str, ...], model_dir: str | None, model_ref: str | None, no_gpus: bool,
-                  no_plan: bool, timeout_s: float, env_pairs: tuple[str, ...], store_dir: str | None,
-                  matrix_path: str | None, as_json: bool) -> None:
+                  no_plan: bool, timeout_s: float, job_time_min: int | None, env_pairs: tuple[str, ...],
+                  store_dir: str | None, matrix_path: str | None, as_json: bool) -> None:
     """Certify IMAGE for each --target in its own Slurm job, on the GPUs the target names."""
     from imgbuild.adapters.certstore import CertStore
     from imgbuild.flows import fleet as flow
@@ -90,7 +93,7 @@ def fleet_certify(image: str, target_names: tuple[str, ...], partition: str | No
         node_imgbuild=_words("--node-imgbuild", node_imgbuild_text) or (sys.executable, "-m", "imgbuild.cli"),
         launcher=_words("--launcher", launcher_text), node_args=tuple(node_args), partition=partition,
         gres_types=_pairs("--gres-type", gres_pairs), constraints=_pairs("--constraint", constraint_pairs),
-        ready_timeout_s=timeout_s, environment=exported)
+        ready_timeout_s=timeout_s, time_limit_min=job_time_min, environment=exported)
     with sigterm_as_interrupt():
         certs = flow.certify_fleet(opts, matrix=matrix, store=CertStore(store_dir), progress=progress)
     if as_json:
@@ -193,3 +196,43 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+# make --on slurm's options (see cli/make.py), in the order they are stacked there
+SITE_OPTIONS = (options.slurm_partition, options.gres_types, options.node_constraints, options.node_launcher,
+                options.node_imgbuild, options.job_export, options.job_time)
+_SITE_FLAGS = {"partition": "--partition", "gres_pairs": "--gres-type", "constraint_pairs": "--constraint",
+               "launcher_text": "--launcher", "node_imgbuild_text": "--node-imgbuild", "export_names": "--export",
+               "job_time_min": "--job-time"}
+
+
+def site_options(command: Any) -> Any:
+    """Stack make's Slurm options on ``command`` (the same as fleet certify's)."""
+    for option in reversed(SITE_OPTIONS):
+        command = option(command)
+    return command
+
+
+def make_certifier(site: dict[str, Any], *, run_on: str, state_root: Path, matrix: Any, matrix_path: str | None,
+                   model_dirs: dict[str, str], attach_gpus: bool, store_dir: str | None) -> Any:
+    """make's Slurm certifier for ``--on slurm`` (None for local), from the site options given."""
+    from imgbuild.adapters.certstore import CertStore
+    from imgbuild.flows import fleet as flow
+
+    given = [flag for key, flag in _SITE_FLAGS.items() if site.get(key)]
+    if run_on != "slurm":
+        if given:
+            raise UsageError(f"{given[0]} is for certifying on Slurm", hint="add --on slurm")
+        return None
+    exported = {k: os.environ[k] for k in (*_EXPORTED, *site["export_names"]) if k in os.environ}
+    node_args = [*([] if attach_gpus else ["--no-gpus"]),
+                 *(["--matrix", os.path.abspath(matrix_path)] if matrix_path else [])]
+    opts = flow.SlurmMakeOptions(
+        node_imgbuild=_words("--node-imgbuild", site["node_imgbuild_text"]) or (sys.executable, "-m", "imgbuild.cli"),
+        jobs_dir=state_root.absolute() / "slurm", launcher=_words("--launcher", site["launcher_text"]),
+        node_args=tuple(node_args), model_dirs={m: os.path.abspath(d) for m, d in model_dirs.items()},
+        partition=site["partition"], gres_types=_pairs("--gres-type", site["gres_pairs"]),
+        constraints=_pairs("--constraint", site["constraint_pairs"]), time_limit_min=site["job_time_min"],
+        environment=exported)
+    return flow.SlurmCertifier(opts, matrix=matrix, store=CertStore(Path(store_dir) if store_dir else None),
+                               progress=progress)

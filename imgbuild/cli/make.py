@@ -10,6 +10,8 @@ import click
 
 from imgbuild.cli import options
 from imgbuild.cli.app import cli, emit_json, load_matrix, progress
+from imgbuild.cli.certify import sigterm_as_interrupt
+from imgbuild.cli.fleet import make_certifier, site_options
 from imgbuild.cli.publish import registry_client
 from imgbuild.errors import UsageError
 
@@ -68,6 +70,8 @@ def _connect_engine() -> Any:
 @options.model_dir_pairs
 @options.no_gpus
 @options.workers
+@options.run_on
+@site_options
 @options.state_dir
 @options.cert_store
 @options.matrix_file
@@ -75,14 +79,18 @@ def _connect_engine() -> Any:
 def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bool, destination: str | None,
          allow_uncertified: bool, username: str | None, password_stdin: bool, registry_ca: str | None,
          repository: str | None, base_ref: str | None, ca_bundle: str | None, pip_index_url: str | None,
-         model_dir_pairs: tuple[str, ...], no_gpus: bool, workers: int | None, state_dir: str | None,
-         store_dir: str | None, matrix_path: str | None, as_json: bool) -> None:
+         model_dir_pairs: tuple[str, ...], no_gpus: bool, workers: int | None, run_on: str, state_dir: str | None,
+         store_dir: str | None, matrix_path: str | None, as_json: bool, **site: Any) -> None:
     """Check, plan, render, build, certify and publish each TARGET (or --all).
 
     A step is skipped when its inputs did not change since it last succeeded; after
     a failure the next run resumes there. Targets on different GPU sets build and
     certify in parallel. Ends with a summary table. Exit 0 all done, else the exit
     code of the worst failure (1 a negative verdict, 2 bad input, 3 no engine/registry).
+
+    --on slurm: every build first, then every certify as its own Slurm job, all submitted
+    at once (Slurm queues them); Ctrl-C or SIGTERM cancels them (exit 130), and the next
+    make finds its jobs by name and submits no target twice.
     """
     from imgbuild.adapters.registry import parse_reference
     from imgbuild.flows import make as make_mod
@@ -91,11 +99,14 @@ def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bo
     matrix = load_matrix(matrix_path)
     targets = _make_targets(target_names, all_targets, matrix)
     state = make_mod.StateStore(Path(state_dir) if state_dir else None)
+    certifier = make_certifier(site, run_on=run_on, state_root=state.root, matrix=matrix, matrix_path=matrix_path,
+                               model_dirs=_model_dirs(model_dir_pairs), attach_gpus=not no_gpus, store_dir=store_dir)
     settings = make_mod.StepSettings(
         matrix=matrix, locks_dir=locks_dir_of(matrix), render_dir=state.root / "contexts", repository=repository,
         base_override=base_ref, ca_bundle=Path(ca_bundle) if ca_bundle else None, pip_index_url=pip_index_url,
         model_dirs=_model_dirs(model_dir_pairs), destination=destination, allow_uncertified=allow_uncertified,
         certify_attach_gpus=not no_gpus, store_dir=Path(store_dir) if store_dir else None,
+        remote_certify=certifier.certify if certifier else None,
     )
     registry = None
     if destination and until == "publish":
@@ -103,8 +114,11 @@ def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bo
         registry = registry_client(host, username, password_stdin, registry_ca)
     steps = make_mod.default_steps(settings, connect_engine=_connect_engine, registry=registry, progress=progress)
     try:
-        summary = make_mod.run_make(make_mod.MakeOptions(targets=targets, until=until, force=force, workers=workers),
-                                    steps=steps, state=state, progress=progress)
+        make_opts = make_mod.MakeOptions(targets=targets, until=until, force=force, workers=workers,
+                                         certify_all_at_once=certifier is not None,
+                                         on_interrupt=certifier.interrupt if certifier else None)
+        with sigterm_as_interrupt():
+            summary = make_mod.run_make(make_opts, steps=steps, state=state, progress=progress)
     finally:
         if registry is not None:
             registry.close()

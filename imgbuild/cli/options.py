@@ -11,6 +11,7 @@ registry's CA (``--registry-ca``; ``--ca-bundle`` is the package downloads' CA),
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Callable
 
@@ -92,6 +93,24 @@ def check_gpu_text(value: str) -> None:
                                  "(give NAME[xN], e.g. 'RTX A6000x2')")
 
 
+def check_seconds(value: float) -> None:
+    """A wait or a request limit: a finite number above 0 (nan compares false with any bound)."""
+    if not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"{value!r} is not a number of seconds (give one above 0, e.g. 600)")
+
+
+def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None:
+        check_seconds(value)
+    return value
+
+
+def _no_blank(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    if any(not v.strip() for v in values):
+        raise click.BadParameter("an empty value (give the GPU's UUID as nvidia-smi -L prints it, GPU-...)")
+    return values
+
+
 def alias(*names: str, dest: str, **kw: Any) -> Decorator:
     """A hidden old spelling that fills ``dest``, the parameter of the option it was renamed to."""
 
@@ -128,6 +147,12 @@ matrix_file = click.option(
     envvar="IMGBUILD_MATRIX",
     default=None,
     help="The compatibility matrix to use (default: the matrix.yaml shipped with imgbuild).",
+)
+# The imgbuild group's: it comes before the command (main() moves it there from after it).
+targets_file = click.option(
+    "--targets", "targets_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+    help="The team's targets file, laid over the matrix by every command "
+         "(default: $IMGBUILD_TARGETS, else ./imgbuild.yaml where there is one).",
 )
 
 # --- what to run on ----------------------------------------------------------------
@@ -228,7 +253,8 @@ index_latest = click.option("--latest", is_flag=True, help="Read today's index (
 keep_rebuild = click.option("--keep", is_flag=True, help="Keep the rebuilt image (untagged) instead of removing it.")
 # --timeout is certify's deadline to ready; a per-request limit has its own name (old spelling hidden).
 request_timeout = stack(
-    click.option("--request-timeout", "timeout_s", type=float, default=None, callback=_main("timeout_s"),
+    click.option("--request-timeout", "timeout_s", type=float, default=None,
+                 callback=_checked("timeout_s", check_seconds),
                  help="Seconds per registry request (default 20)."),
     alias("--timeout", dest="timeout_s", type=float, default=None),
 )
@@ -248,18 +274,20 @@ hf_cache = click.option(
     "--hf-cache", default=None, type=click.Path(exists=True, file_okay=False),
     help="A Hugging Face cache directory, mounted read-only.",
 )
-gpu_uuid = click.option("--gpu-uuid", "gpu_uuids", multiple=True, metavar="UUID", help="Use this GPU (repeat for each).")
+gpu_uuid = click.option("--gpu-uuid", "gpu_uuids", multiple=True, metavar="UUID", callback=_no_blank,
+                        help="Use this GPU (repeat for each).")
 no_gpus = click.option(
     "--no-gpus", is_flag=True,
     help="Attach no GPU (stand-in images in tests); the certificates are marked unattested.",
 )
-host_port = click.option("--port", "host_port", type=int, default=30000, show_default=True, help="HTTP port on 127.0.0.1.")
+host_port = click.option("--port", "host_port", type=click.IntRange(1, 65535), default=30000, show_default=True,
+                         help="HTTP port on 127.0.0.1.")
 ready_timeout = click.option(
-    "--timeout", "timeout_s", type=float, default=1800.0, show_default=True,
+    "--timeout", "timeout_s", type=float, default=1800.0, show_default=True, callback=_seconds,
     help="Seconds to wait for the server to become ready.",
 )
 max_used_mib = click.option(
-    "--max-used-mib", type=int, default=1024, show_default=True,
+    "--max-used-mib", type=click.IntRange(min=0), default=1024, show_default=True,
     help="A GPU using more memory than this before launch is not clean.",
 )
 no_plan = click.option("--no-plan", is_flag=True, help="Skip the plan check of the preflight.")
@@ -315,7 +343,8 @@ model_dir_pairs = click.option(
     "--model-dir", "model_dir_pairs", multiple=True, metavar="ID=DIR",
     help="The model directory for a model id (check, plan, certify); repeat for each.",
 )
-workers = click.option("--workers", type=int, default=None, help="Parallel GPU-set queues at most (default: one per GPU set).")
+workers = click.option("--workers", type=click.IntRange(min=1), default=None,
+                        help="Parallel GPU-set queues at most (default: one per GPU set).")
 state_dir = click.option(
     "--state", "state_dir", default=None, type=_dir,
     help="Where make keeps each step's inputs and results (default: $XDG_STATE_HOME/imgbuild/make).",
@@ -347,5 +376,13 @@ job_export = click.option(
     "--export", "export_names", multiple=True, metavar="VAR",
     help="Pass this environment variable on to the jobs too (repeat); only PATH, HOME, DOCKER_HOST and imgbuild's own go by default.",
 )
-node_port = click.option("--port", "host_port", type=int, default=0, show_default=True,
+job_time = click.option(
+    "--job-time", "job_time_min", type=click.IntRange(1, 525600), default=None, metavar="MINUTES",
+    help="Slurm --time of each job, in minutes (default: --timeout plus 5 minutes).",
+)
+run_on = click.option(
+    "--on", "run_on", type=click.Choice(["local", "slurm"]), default="local", show_default=True,
+    help="Where certify runs: the engine DOCKER_HOST names, or one Slurm job per target, all submitted at once.",
+)
+node_port = click.option("--port", "host_port", type=click.IntRange(0, 65535), default=0, show_default=True,
                          help="HTTP port on the node's 127.0.0.1 (0: a free one).")

@@ -21,15 +21,17 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 import time
 from datetime import datetime, timezone
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from imgbuild.adapters import slurm
 from imgbuild.adapters.certstore import CertStore, new_certificate_id
-from imgbuild.errors import UsageError
+from imgbuild.errors import ImgbuildError, NegativeVerdict, UsageError
 from imgbuild.knowledge.matrix import Matrix
 from imgbuild.knowledge.recipe import TargetSpec
 
@@ -54,6 +56,7 @@ class FleetOptions:
     environment: Mapping[str, str] = field(default_factory=dict)  # exported to the jobs, and only this
     poll_s: float = 0.5
     cancel_wait_s: float = 60.0  # after scancel: how long the jobs get to end (Slurm's KillWait and teardown)
+    time_limit_min: int | None = None  # --time; default: the ready deadline plus TIME_MARGIN_S
 
 
 @dataclass
@@ -65,6 +68,11 @@ class _Submitted:
     tail: list[str] = field(default_factory=list)
     info: slurm.JobInfo | None = None
     said: str = ""
+    files: slurm.JobFiles | None = None  # make --on slurm: srun's output and pid files
+    adopted: bool = False  # a job an earlier make submitted, waited on instead of submitting again
+    finished: bool = False
+    image: str = ""
+    ended_before: frozenset[str] = frozenset()  # ids of jobs of this name that had ended before this make
 
 
 def gres_of(matrix: Matrix, gpus: str, gres_types: Mapping[str, str],
@@ -106,9 +114,15 @@ def plan_jobs(options: FleetOptions, matrix: Matrix, token: str | None = None) -
         gres, feature = gres_of(matrix, target.gpus, options.gres_types, options.constraints)
         requests.append(slurm.JobRequest(
             name=job_name(options.image_digest, target.name, token), command=node_command(options, target),
-            gres=gres, time_limit_s=options.ready_timeout_s + TIME_MARGIN_S, partition=options.partition,
+            gres=gres, time_limit_s=_time_limit_s(options), partition=options.partition,
             constraint=feature, environment=dict(options.environment)))
     return requests
+
+
+def _time_limit_s(options: FleetOptions | SlurmMakeOptions) -> float:
+    if options.time_limit_min is not None:
+        return options.time_limit_min * 60.0
+    return options.ready_timeout_s + TIME_MARGIN_S
 
 
 def certify_fleet(options: FleetOptions, *, matrix: Matrix, store: CertStore,
@@ -212,9 +226,28 @@ def _store_result(run: _Submitted, image: str, store: CertStore, *, interrupted:
     cert = _node_certificate(run)
     if cert is None:
         cert = _job_failure_certificate(run, image, facts, interrupted)
+    elif not interrupted and facts.get("state") in SLURM_ENDED_IT and cert.get("verdict") == "fail":
+        _blame_slurm(cert, facts)
     cert["slurm"] = {**facts, **(cert.get("slurm") or {})}
     store.save(cert)
     return cert
+
+
+# States in which Slurm, not the certification, ended the job (the node's certify then saw only SIGTERM).
+SLURM_ENDED_IT = frozenset({"TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "DEADLINE", "CANCELLED", "BOOT_FAIL"})
+
+
+def _blame_slurm(cert: dict[str, Any], facts: Mapping[str, Any]) -> None:
+    """The node's certificate says 'interrupted'; the verdict names Slurm's state instead."""
+    state = str(facts["state"])
+    stage = "timeout" if state == "TIMEOUT" else state.lower()
+    reason = (f"the job ran past its time limit ({facts['time_limit_min']} min): Slurm state TIMEOUT"
+              if state == "TIMEOUT" else f"Slurm ended the job: state {state}")
+    node_failure = cert.get("failure") or {}
+    if node_failure.get("reason"):
+        reason += f"; on the node: {node_failure.get('stage')}: {node_failure['reason']}"
+    cert["failure"] = {"stage": stage, "reason": reason}
+    cert["checks"] = [*(cert.get("checks") or []), {"name": stage, "ok": False, "detail": reason}]
 
 
 def _node_certificate(run: _Submitted) -> dict[str, Any] | None:
@@ -228,7 +261,7 @@ def _node_certificate(run: _Submitted) -> dict[str, Any] | None:
 
 
 def _job_failure_certificate(run: _Submitted, image: str, facts: dict[str, Any], interrupted: bool) -> dict[str, Any]:
-    state = facts.get("state") or ("NOT_SUBMITTED" if run.job is None else "UNKNOWN")
+    state = facts.get("state") or ("NOT_SUBMITTED" if run.job is None and not run.adopted else "UNKNOWN")
     if interrupted:
         stage, reason = "interrupted", "interrupted (Ctrl-C or SIGTERM): the job was cancelled (scancel)"
     elif state == "TIMEOUT":
@@ -255,3 +288,216 @@ def _job_failure_certificate(run: _Submitted, image: str, facts: dict[str, Any],
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# --- make --on slurm ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlurmMakeOptions:
+    """How make's certify step runs on this cluster (the site's part of FleetOptions)."""
+
+    node_imgbuild: tuple[str, ...]
+    jobs_dir: Path  # <make state>/slurm: each job's srun output and pid, found again by job name
+    launcher: tuple[str, ...] = ()
+    node_args: tuple[str, ...] = ()  # for every job: --no-gpus, --env, --matrix
+    model_dirs: Mapping[str, str] = field(default_factory=dict)  # model id -> its directory on the nodes
+    partition: str | None = None
+    gres_types: Mapping[str, str] = field(default_factory=dict)
+    constraints: Mapping[str, str] = field(default_factory=dict)
+    ready_timeout_s: float = 1800.0
+    time_limit_min: int | None = None
+    environment: Mapping[str, str] = field(default_factory=dict)
+    poll_s: float = 0.5
+    look_s: float = 2.0  # one squeue for every job at most this often
+    cancel_wait_s: float = 60.0
+
+
+def make_job_name(image_digest: str, target: str) -> str:
+    """imgbuild-certify-<12 hex of the digest>-<target>: the same in every make of this image,
+    so a resumed make finds the job an earlier one submitted."""
+    digest = image_digest.rsplit("@", 1)[-1]  # a repo digest names its repository first
+    return f"imgbuild-certify-{digest.split(':', 1)[-1][:12]}-{target}"
+
+
+class SlurmCertifier:
+    """make --on slurm's certify: ``certify(target, image, digest)`` from make's threads, one per
+    target, each submitting its job at once (Slurm queues them) and waiting for it.
+
+    A target is never submitted twice: a passing certificate stored for the job name
+    (``<jobs_dir>/<name>.cert``) is used again; a job of that name still pending or running
+    (a make killed without cancelling it) is waited on and its certificate read from the
+    output file its srun writes; an srun that ended while no make was there leaves its
+    certificate in that file too. ``interrupt()`` (Ctrl-C, SIGTERM) cancels every job
+    being waited on, waits until Slurm has ended them, and records them as interrupted.
+    """
+
+    def __init__(self, options: SlurmMakeOptions, *, matrix: Matrix, store: CertStore,
+                 progress: Callable[[str], None] = lambda _line: None) -> None:
+        self.options = options
+        self.matrix = matrix
+        self.store = store
+        self.progress = progress
+        self._lock = threading.Lock()
+        self._runs: dict[str, _Submitted] = {}
+        self._last_look = 0.0
+        self._interrupted = False
+        self._checked = False
+
+    def request_of(self, target: TargetSpec, image: str, image_digest: str) -> slurm.JobRequest:
+        if not target.gpus:
+            raise UsageError(f"target {target.name} names no GPUs: nothing to schedule it on")
+        o = self.options
+        gres, feature = gres_of(self.matrix, target.gpus, o.gres_types, o.constraints)
+        model_dir = o.model_dirs.get(target.model or "")
+        command = (*o.launcher, *o.node_imgbuild, "fleet", "node-certify", image, "--target", target.name,
+                   "--timeout", f"{o.ready_timeout_s:g}", "--no-plan",
+                   *(["--model-dir", model_dir] if model_dir else []), *o.node_args)
+        return slurm.JobRequest(name=make_job_name(image_digest, target.name), command=command, gres=gres,
+                                time_limit_s=_time_limit_s(o), partition=o.partition, constraint=feature,
+                                environment=dict(o.environment))
+
+    def certify(self, target: TargetSpec, image: str, image_digest: str) -> dict[str, Any]:
+        """The target's certificate: stored earlier, from a job still running, or from a new job."""
+        if not self._checked:
+            slurm.check_controller()
+            self._checked = True
+        request = self.request_of(target, image, image_digest)
+        run = _Submitted(target=target, request=request, files=slurm.JobFiles(self.options.jobs_dir, request.name),
+                         image=image)
+        with self._lock:
+            self._runs[request.name] = run
+        earlier = self._earlier_certificate(run)
+        if earlier is not None:
+            run.finished = True
+            return earlier
+        known = slurm.jobs_named(request.name)
+        run.ended_before = frozenset(j.job_id for j in known if j.state in slurm.ENDED_STATES)
+        live = [j for j in known if j.state not in slurm.ENDED_STATES]
+        if live or run.files.srun_alive():  # type: ignore[union-attr]
+            run.adopted, run.info = True, (live[-1] if live else None)
+            what = f"job {run.info.job_id} {run.info.state.lower()}" if run.info else "its srun"
+            self.progress(f"[{target.name}] {what} from an earlier make: waiting on it, not submitting again")
+            self._wait_adopted(run)
+        else:
+            slurm.probe_request(request)  # a request no node can satisfy fails this target at once
+            self._submit(run)
+            self._wait_own(run)
+        return self._finish(run)
+
+    def _earlier_certificate(self, run: _Submitted) -> dict[str, Any] | None:
+        files = run.files
+        assert files is not None
+        index = files.directory / f"{files.name}.cert"
+        cert: dict[str, Any] | None = None
+        if index.exists():
+            try:
+                cert = self.store.load(index.read_text().strip())
+            except ImgbuildError:
+                cert = None
+        if cert is None and files.out.exists() and not files.srun_alive():
+            # the job ended while no make was waiting on it: its certificate is in srun's output
+            run.cert_line = _cert_line(files.lines()[0])
+            cert = _node_certificate(run)
+            if cert is not None and cert.get("verdict") != "fail":
+                self.store.save(cert)
+                index.write_text(cert["id"] + "\n")
+        if cert is None or cert.get("verdict") == "fail":
+            return None  # a failed certification runs again, as make reruns a failed step
+        job = cert.get("slurm") or {}
+        self.progress(f"[{run.target.name}] certified earlier by job {job.get('job_id', '?')} ({cert['id']}, "
+                      f"{cert['verdict']}): not submitting again")
+        return cert
+
+    def _submit(self, run: _Submitted) -> None:
+        with self._lock:  # interrupt() takes the lock too: no job starts after it has cancelled
+            if self._interrupted:
+                raise NegativeVerdict(f"interrupted before {run.request.name} was submitted")
+            run.job = slurm.submit_detached(run.request, run.files)  # type: ignore[arg-type,assignment]
+        self.progress(f"[{run.target.name}] submitted {run.request.name}: --gres={run.request.gres} "
+                      f"--time={run.request.time_limit()} min (output: {run.files.out})")  # type: ignore[union-attr]
+
+    def _wait_own(self, run: _Submitted) -> None:
+        while run.job.wait(self.options.poll_s) is None:  # type: ignore[union-attr]
+            self._refresh()
+        self._settle(run)
+
+    def _wait_adopted(self, run: _Submitted) -> None:
+        while True:
+            self._refresh()
+            ended = run.info is None or run.info.state in slurm.ENDED_STATES
+            if ended and not run.files.srun_alive():  # type: ignore[union-attr]
+                break
+            time.sleep(self.options.poll_s)
+        self._settle(run)
+
+    def _settle(self, run: _Submitted) -> None:
+        """srun returns before the job has left the node (COMPLETING): wait for Slurm's final state."""
+        deadline = time.monotonic() + 15.0
+        while time.monotonic() < deadline:
+            self._refresh(force=True)
+            if run.info is None or run.info.state in slurm.ENDED_STATES:
+                return
+            time.sleep(0.25)
+
+    def _refresh(self, *, force: bool = False) -> None:
+        """One squeue for every job being waited on; say each state change (pending, running on NODE, done)."""
+        with self._lock:
+            if not force and time.monotonic() - self._last_look < self.options.look_s:
+                return
+            self._last_look = time.monotonic()
+            runs = [r for r in self._runs.values() if not r.finished]
+            jobs = slurm.jobs_by_name([r.request.name for r in runs])
+            for run in runs:
+                mine = [j for j in jobs.get(run.request.name) or [] if j.job_id not in run.ended_before]
+                if mine:
+                    run.info = mine[-1]
+                    self._say(run)
+
+    def _say(self, run: _Submitted) -> None:
+        info = run.info
+        assert info is not None
+        if info.state == "PENDING":
+            said = f"job {info.job_id} pending ({info.reason})"
+        elif info.state in slurm.ENDED_STATES:
+            said = f"job {info.job_id} ended: {info.state}" + (f" on {info.node}" if info.node else "")
+        else:
+            said = f"job {info.job_id} {info.state.lower()}" + (f" on {info.node}" if info.node else "")
+        if said != run.said:
+            run.said = said
+            self.progress(f"[{run.target.name}] {said}")
+
+    def _finish(self, run: _Submitted) -> dict[str, Any]:
+        out, err = run.files.lines()  # type: ignore[union-attr]
+        run.cert_line = _cert_line(out)
+        run.tail = [line for line in out + err if not line.startswith(CERT_MARKER)][-_TAIL_LINES:]
+        with self._lock:
+            interrupted = self._interrupted
+        cert = _store_result(run, run.image, self.store, interrupted=interrupted)
+        if cert.get("verdict") != "fail":
+            (self.options.jobs_dir / f"{run.request.name}.cert").write_text(cert["id"] + "\n")
+        run.finished = True
+        self.progress(f"[{run.target.name}] done: {cert['verdict']} ({cert['id']})"
+                      + (f": {cert['failure']['stage']}" if cert.get("failure") else ""))
+        return cert
+
+    def interrupt(self) -> None:
+        """Cancel every job being waited on (scancel) and wait until each is recorded."""
+        with self._lock:
+            self._interrupted = True
+            live = [r for r in self._runs.values() if not r.finished and (r.job is not None or r.adopted)]
+        if not live:
+            return
+        self.progress(f"slurm: interrupted: cancelling {len(live)} jobs (scancel)")
+        slurm.cancel([r.request.name for r in live])
+        deadline = time.monotonic() + self.options.cancel_wait_s
+        while time.monotonic() < deadline and not all(r.finished for r in live):
+            time.sleep(0.2)
+        for run in live:
+            if not run.finished and run.job is not None:
+                run.job.proc.kill()  # the job itself is cancelled; this is only our srun
+
+
+def _cert_line(lines: list[str]) -> str | None:
+    found = [line[len(CERT_MARKER):] for line in lines if line.startswith(CERT_MARKER)]
+    return found[-1] if found else None

@@ -16,7 +16,8 @@ Two phases. First check, plan and render every target (cheap, a few ms each, so
 a matrix of 50 targets is planned and rendered before any build starts). Then
 build, certify and publish in one queue per GPU set: targets on the same GPUs
 run one after another (certify needs those GPUs alone), targets on different
-GPU sets run in parallel threads.
+GPU sets run in parallel threads. On Slurm (``certify_all_at_once``) every build runs
+first, then every certify at once, one thread per target: Slurm queues the jobs.
 
 The steps are composed from the other flows (check, plan, render, build,
 certify, publish) by ``default_steps``; the orchestration takes any steps.
@@ -123,6 +124,9 @@ class MakeOptions:
     until: str = "publish"
     force: bool = False
     workers: int | None = None  # parallel queues at most (default: one per GPU set)
+    # --on slurm: build every target first, then run every certify at once (Slurm queues them)
+    certify_all_at_once: bool = False
+    on_interrupt: Callable[[], None] | None = None  # Ctrl-C / SIGTERM: before the threads are waited on
 
 
 @dataclass(frozen=True)
@@ -241,6 +245,26 @@ def _run_steps(names: Sequence[str], steps: Mapping[str, Step], target: TargetSp
         done[name] = _run_step(steps[name], target, prior, state, stored, force, say)
 
 
+def _drain_queues(names: Sequence[str], queues: Mapping[str, list[TargetSpec]], workers: int | None,
+                  steps: Mapping[str, Step], done: dict[str, dict[str, dict[str, Any]]], state: StateStore,
+                  opts: MakeOptions, say: Progress) -> None:
+    """Each queue in its own thread, its targets in turn."""
+    def drain(queue: list[TargetSpec]) -> None:
+        for target in queue:
+            _run_steps(names, steps, target, done[target.name], state, opts.force, say)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(queues), workers or len(queues))),
+                            thread_name_prefix="make-queue") as pool:
+        futures = [pool.submit(drain, q) for q in queues.values()]
+        try:
+            for future in futures:
+                future.result()  # a bug in a step surfaces here
+        except BaseException:
+            if opts.on_interrupt is not None:
+                opts.on_interrupt()  # cancel what the threads wait on, or leaving the pool waits for it
+            raise
+
+
 def run_make(opts: MakeOptions, *, steps: Sequence[Step], state: StateStore, progress: Progress | None = None) -> MakeSummary:
     say = progress or (lambda line: None)
     if opts.until not in STEPS:
@@ -259,15 +283,14 @@ def run_make(opts: MakeOptions, *, steps: Sequence[Step], state: StateStore, pro
 
     heavy = [s for s in wanted if s not in PREPARE]
     queues = gpu_queues(opts.targets)
-    if heavy:
-        def drain(queue: list[TargetSpec]) -> None:
-            for target in queue:
-                _run_steps(heavy, by_name, target, done[target.name], state, opts.force, say)
-
-        workers = max(1, min(len(queues), opts.workers or len(queues)))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="make-queue") as pool:
-            for future in [pool.submit(drain, q) for q in queues.values()]:
-                future.result()  # a bug in a step surfaces here
+    phases = [(heavy, queues, opts.workers)]
+    if opts.certify_all_at_once and "certify" in heavy:
+        cut = heavy.index("certify")  # no queue of ours for certify: one thread per target
+        phases = [(heavy[:cut], queues, opts.workers),
+                  (heavy[cut:], {t.name: [t] for t in opts.targets}, len(opts.targets))]
+    for names_, queues_, workers_ in phases:
+        if names_:
+            _drain_queues(names_, queues_, workers_, by_name, done, state, opts, say)
     outcomes = [TargetOutcome(t.name, t.engine, t.gpus or "-", done[t.name]) for t in opts.targets]
     return MakeSummary(outcomes=outcomes, prepare_s=prepare_s, total_s=time.monotonic() - started,
                        queues={k: [t.name for t in v] for k, v in queues.items()})
@@ -295,6 +318,8 @@ class StepSettings:
     certify_port: int = 30000
     certify_environment: Mapping[str, str] = field(default_factory=dict)  # for the server container
     store_dir: Path | None = None
+    # --on slurm: certify(target, image, image digest) -> certificate, instead of on the local engine
+    remote_certify: Callable[[TargetSpec, str, str], dict[str, Any]] | None = None
 
 
 def _matrix_sha(matrix: Matrix) -> str:
@@ -441,6 +466,10 @@ class _RealSteps:
         from imgbuild.flows.targets import certify_host, certify_options
 
         image, settings = prior["build"]["image"], self.settings
+        if settings.remote_certify is not None:
+            build = prior["build"]
+            cert = settings.remote_certify(target, image, build.get("repo_digest") or build.get("image_id") or image)
+            return self._certified(cert)
         # The engine DOCKER_HOST names, as `imgbuild certify` does: a remote one is read with
         # nvidia-smi on its host and spoken to through docker exec.
         host = certify_host(self.engine(), image, local_probe=self.gpu_probe() if self.gpu_probe else None)
@@ -451,10 +480,17 @@ class _RealSteps:
         with httpx.Client(trust_env=False) as http:
             cert = flow.certify(opts, eng=self.engine(), probe=host.probe, matrix=self.matrix, http=http,
                                 store=CertStore(settings.store_dir), planner=None, progress=self.say)
-        if cert.get("verdict") == flow.VERDICT_FAIL:
-            failure = cert.get("failure") or {}
-            raise NegativeVerdict(f"certificate {cert['id']}: fail at {failure.get('stage')}: {failure.get('reason')}")
-        return f"{cert['verdict']} ({cert['id']})", {"id": cert["id"], "verdict": cert["verdict"]}
+        return self._certified(cert)
+
+    @staticmethod
+    def _certified(cert: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        failure, job = cert.get("failure") or {}, cert.get("slurm")
+        where = f" job {job.get('job_id')} on {job.get('node')}" if job else ""
+        if cert.get("verdict") == "fail":
+            raise NegativeVerdict(f"certificate {cert['id']}{where}: fail at {failure.get('stage')}: "
+                                  f"{failure.get('reason')}")
+        return (f"{cert['verdict']} ({cert['id']}){where}",
+                {"id": cert["id"], "verdict": cert["verdict"], **({"slurm": job} if job else {})})
 
     # publish -------------------------------------------------------------
     def publish_inputs(self, target: TargetSpec, prior: Mapping[str, Any]) -> dict[str, Any]:
