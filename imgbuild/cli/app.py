@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import click
 
 from imgbuild import __version__
+from imgbuild.cli import options
 from imgbuild.errors import ImgbuildError, NegativeVerdict, UsageError
 
 if TYPE_CHECKING:
@@ -37,9 +38,19 @@ def progress(line: str) -> None:
 
 
 def load_matrix(matrix_path: str | None) -> Matrix:
+    """The matrix (--matrix, else the shipped one) with the team's targets file over it
+    (--targets, else $IMGBUILD_TARGETS, else ./imgbuild.yaml): every command loads it here."""
     from imgbuild.knowledge.matrix import load_matrix as load
+    from imgbuild.knowledge.targetsfile import overlay_targets_file
 
-    return load(matrix_path)
+    return overlay_targets_file(load(matrix_path), targets_path())
+
+
+def targets_path() -> str | None:
+    """The group's --targets FILE, when given."""
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.find_root().obj if ctx is not None else None
+    return obj.get("targets") if isinstance(obj, dict) else None
 
 
 def gib(n_bytes: int | None) -> str:
@@ -92,12 +103,14 @@ def build_progress() -> Callable[[Any], None]:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@options.targets_file
 @click.version_option(__version__, prog_name="imgbuild")
 @click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
+def cli(ctx: click.Context, debug: bool, targets_path: str | None) -> None:
     """Check, plan, build, certify and publish SGLang serving images."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    ctx.obj["targets"] = targets_path
 
 
 def take_debug(args: list[str]) -> tuple[bool, list[str]]:
@@ -109,10 +122,31 @@ def take_debug(args: list[str]) -> tuple[bool, list[str]]:
     return debug, (["--debug"] if debug else []) + head + args[end:]
 
 
+def take_targets(args: list[str]) -> list[str]:
+    """--targets FILE (or --targets=FILE) anywhere before `--`, moved to the group, so
+    `imgbuild plan MODEL --targets team.yaml` works as `imgbuild --targets team.yaml plan MODEL`."""
+    end = args.index("--") if "--" in args else len(args)
+    moved: list[str] = []
+    head: list[str] = []
+    i = 0
+    while i < end:
+        arg = args[i]
+        if arg == "--targets" and i + 1 < end:
+            moved += [arg, args[i + 1]]
+            i += 2
+            continue
+        if arg.startswith("--targets="):
+            moved.append(arg)
+        else:
+            head.append(arg)
+        i += 1
+    return moved + head + args[end:]
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the command line; every error becomes one line on stderr and its exit code."""
     args = sys.argv[1:] if argv is None else argv
-    debug, args = take_debug(list(args))
+    debug, args = take_debug(take_targets(list(args)))
     try:
         code = cli.main(args=args, prog_name="imgbuild", standalone_mode=False)
     except NegativeVerdict as exc:  # the answer is no: the result was already printed

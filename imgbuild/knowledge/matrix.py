@@ -84,6 +84,9 @@ class Matrix:
     speculative: tuple[SpeculativeSpec, ...]
     known_issues: tuple[KnownIssue, ...]
     constraints: tuple[LockConstraint, ...] = ()
+    # Laid over by knowledge/targetsfile.py: the team's file, and each of its targets' "FILE:LINE".
+    targets_file: Path | None = None
+    target_sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     _gpu_index: dict[str, GpuSpec] = field(default_factory=dict, repr=False, compare=False)
 
     def engine(self, version: str) -> EngineSpec:
@@ -575,13 +578,28 @@ def check_targets(matrix: Matrix) -> None:
     so a test fixture may name an engine it lacks); `matrix validate` checks them all: each
     a mapping that recipe.parse_targets would take, a name used once, an sglang target's
     engine in engines:, its base a bases: name or a REF@sha256: reference, its gpus known."""
-    from imgbuild.knowledge.recipe import is_pinned_ref, parse_targets
-
     problems: list[tuple[tuple[Any, ...], str]] = []
     rows = matrix.raw.get("targets") or []
     if not isinstance(rows, list):
         problems.append((("targets",), "must be a list of targets"))
         rows = []
+    problems += target_problems(matrix, rows)
+    if problems:
+        text = None
+        try:
+            text = matrix.path.read_text(encoding="utf-8")  # for the line numbers; load_matrix read it already
+        except (OSError, UnicodeDecodeError):
+            pass
+        raise MatrixError(_locate(problems, matrix.path, text))
+
+
+def target_problems(matrix: Matrix, rows: list[Any], *,
+                    engines_in: str = "engines:") -> list[tuple[tuple[Any, ...], str]]:
+    """check_targets' rules for target rows against ``matrix``, as (path, message) problems
+    (knowledge/targetsfile.py checks the team's rows with them too)."""
+    from imgbuild.knowledge.recipe import is_pinned_ref, parse_targets
+
+    problems: list[tuple[tuple[Any, ...], str]] = []
     bases = {str(b.get("name")) for b in matrix.raw.get("bases") or [] if isinstance(b, dict)}
     seen: dict[str, int] = {}
     for i, row in enumerate(rows):
@@ -601,7 +619,7 @@ def check_targets(matrix: Matrix) -> None:
                 matrix.engine(engine)
             except UsageError as exc:
                 absent = exc.message.startswith("SGLang ") and "is not in the matrix" in exc.message
-                problems.append((where + ("engine",), f"SGLang {engine} is not in engines: (a release listed there, "
+                problems.append((where + ("engine",), f"SGLang {engine} is not in {engines_in} (a release listed there, "
                                  "or regenerate them with scripts/gen_matrix.py)" if absent else exc.message))
         base = str(row.get("base") or "")
         if base not in bases and not is_pinned_ref(base):
@@ -611,13 +629,7 @@ def check_targets(matrix: Matrix) -> None:
                 matrix.resolve_gpu(str(row["gpus"]))
             except UsageError as exc:
                 problems.append((where + ("gpus",), exc.message))
-    if problems:
-        text = None
-        try:
-            text = matrix.path.read_text(encoding="utf-8")  # for the line numbers; load_matrix read it already
-        except (OSError, UnicodeDecodeError):
-            pass
-        raise MatrixError(_locate(problems, matrix.path, text))
+    return problems
 
 
 def format_path(where: tuple[Any, ...]) -> str:
