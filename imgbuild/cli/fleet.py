@@ -86,7 +86,8 @@ def fleet_certify(image: str, target_names: tuple[str, ...], partition: str | No
     node_args = [*(["--model-dir", os.path.abspath(model_dir)] if model_dir else []),
                  *(["--model-ref", model_ref] if model_ref else []), *(["--no-gpus"] if no_gpus else []),
                  *(["--no-plan"] if no_plan else []), *(a for p in env_pairs for a in ("--env", p)),
-                 *(["--matrix", os.path.abspath(matrix_path)] if matrix_path else [])]
+                 *(["--matrix", os.path.abspath(matrix_path)] if matrix_path else []),
+                 *(["--targets", os.path.abspath(matrix.targets_file)] if matrix.targets_file else [])]
     exported = {k: os.environ[k] for k in (*_EXPORTED, *export_names) if k in os.environ}
     opts = flow.FleetOptions(
         image=image, image_digest=_image_digest(image), targets=targets,
@@ -226,7 +227,8 @@ def make_certifier(site: dict[str, Any], *, run_on: str, state_root: Path, matri
         return None
     exported = {k: os.environ[k] for k in (*_EXPORTED, *site["export_names"]) if k in os.environ}
     node_args = [*([] if attach_gpus else ["--no-gpus"]),
-                 *(["--matrix", os.path.abspath(matrix_path)] if matrix_path else [])]
+                 *(["--matrix", os.path.abspath(matrix_path)] if matrix_path else []),
+                 *(["--targets", os.path.abspath(team)] if (team := getattr(matrix, "targets_file", None)) else [])]
     opts = flow.SlurmMakeOptions(
         node_imgbuild=_words("--node-imgbuild", site["node_imgbuild_text"]) or (sys.executable, "-m", "imgbuild.cli"),
         jobs_dir=state_root.absolute() / "slurm", launcher=_words("--launcher", site["launcher_text"]),
