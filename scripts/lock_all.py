@@ -133,8 +133,14 @@ def try_engine(engine: str, kind: str, args: argparse.Namespace, matrix: Matrix,
     args.work_dir.mkdir(parents=True, exist_ok=True)
     venv = Path(tempfile.mkdtemp(prefix=f"venv-{engine}-", dir=args.work_dir))
     try:
-        installed = uvlock.install_lock(result.path, venv, interpreter=args.interpreter, cache_dir=args.cache_dir,
-                                        ca_bundle=args.ca_bundle)
+        try:
+            installed = uvlock.install_lock(result.path, venv, interpreter=args.interpreter,
+                                            cache_dir=args.cache_dir, ca_bundle=args.ca_bundle)
+        except UsageError as exc:  # the lock does not install here: recorded, the run goes on
+            outcome.record = {"imports": False, "python": args.python, "as_of": when.exclude_newer or today,
+                              "checked": today, "step": "uv pip install",
+                              "root": exc.message.split(" failed: ", 1)[-1], "packages": []}
+            return outcome
         outcome.seconds["install"] = installed.seconds
         started = time.monotonic()
         smoke = run_smoke(installed.python)

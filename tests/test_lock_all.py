@@ -79,3 +79,24 @@ def test_record_of_a_failing_smoke_keeps_step_root_and_packages() -> None:
     assert lock_all.smoke_record(smoke, python="3.11", as_of="2026-05-07T00:07:15Z", today="2026-12-03") == FAILING
     ok = lock_all.smoke_record(SmokeResult(ok=True, steps=("import sglang",)), python="3.11", as_of=None, today="2026-12-03")
     assert ok == {"imports": True, "python": "3.11", "as_of": "2026-12-03", "checked": "2026-12-03"}
+
+
+def test_an_install_failure_is_one_line_with_uvs_error_and_the_build_exception() -> None:
+    """sglang 0.5.18-0.5.22 pin cuda-tile==1.6.0rc5, on PyPI only as NVIDIA's wheel-stub sdist (uv's output, cut)."""
+    from imgbuild.adapters.uvlock import install_failure
+
+    stderr = """Resolved 203 packages in 511ms
+   Building cuda-tile==1.6.0rc5
+error: Failed to build `cuda-tile==1.6.0rc5`
+  cause: The build backend returned an error
+         [stderr]
+             raise URLError(err)
+         urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>
+         wheel_stub.error.InstallFailedError:
+         This is a special placeholder package which downloads a real wheel package
+         from https://pypi.nvidia.com/. If https://pypi.nvidia.com/ is not reachable, we
+hint: Build failures usually indicate a problem with the package or the build environment
+"""
+    assert install_failure(stderr) == (
+        "error: Failed to build `cuda-tile==1.6.0rc5`: urllib.error.URLError: <urlopen error [Errno -2] Name or "
+        "service not known> (a placeholder sdist that downloads its wheel from https://pypi.nvidia.com/ while it builds)")

@@ -359,8 +359,22 @@ def install_lock(
         except subprocess.TimeoutExpired as exc:
             raise EnvironmentUnavailable(f"{' '.join(argv[:3])} did not finish within {timeout_s:.0f} s") from exc
         if proc.returncode != 0:
-            tail = " | ".join(proc.stderr.strip().splitlines()[-4:])
             cls = EnvironmentUnavailable if _looks_like_network(proc.stderr) else UsageError
-            raise cls(f"installing {lock_path.name} into {venv} failed: {tail}",
+            raise cls(f"installing {lock_path.name} failed: {install_failure(proc.stderr)}",
                       hint="check the network to the index, or the disk space of the uv cache")
     return VenvInstall(venv=venv, python=venv / "bin" / "python", seconds=time.monotonic() - started)
+
+
+def install_failure(stderr: str) -> str:
+    """One line from uv's failed install: its ``error:`` line, the build's last exception line, and
+    where the package is a placeholder sdist (NVIDIA's wheel-stub: cuda-tile 1.6.0rc5, which sglang
+    0.5.18-0.5.22 pin) that fetches its real wheel from pypi.nvidia.com at build time, that."""
+    import re
+
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    error = next((ln for ln in lines if ln.startswith("error:")), lines[-1] if lines else "uv failed")
+    exceptions = [ln for ln in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b[^:]*:\s+\S", ln)]
+    text = error + (f": {exceptions[-1]}" if exceptions else "")
+    if "downloads a real wheel package" in stderr and "pypi.nvidia.com" in stderr:
+        text += " (a placeholder sdist that downloads its wheel from https://pypi.nvidia.com/ while it builds)"
+    return text

@@ -28,8 +28,11 @@ class EngineSpec:
         if record.get("imports") is not False:
             return None
         where = f" (in {', '.join(record['packages'])})" if record.get("packages") else ""
-        return (f"its lock as of the release, installed for Python {record.get('python')} on {record.get('checked')}, "
-                f"does not import: {record.get('step')}: {record.get('root')}{where}")
+        step = str(record.get("step") or "")
+        verb = "cannot be made" if step.startswith("uv pip compile") else \
+            "does not install" if step.startswith("uv pip install") else "does not import"
+        return (f"its lock as of the release, for Python {record.get('python')} (checked {record.get('checked')}), "
+                f"{verb}: {step}: {record.get('root')}{where}")
 
 
 @dataclass(frozen=True)
