@@ -7,6 +7,6 @@ one group of commands to it, and ``options`` declares every option once.
 from __future__ import annotations
 
 from imgbuild.cli.app import cli, main
-from imgbuild.cli import build, cache, certify, check, diagnose, fleet, make, matrix, plan, publish  # noqa: F401 - they add the commands
+from imgbuild.cli import build, cache, certify, check, diagnose, fleet, make, matrix, plan, publish, target  # noqa: F401 - they add the commands
 
 __all__ = ["cli", "main"]

@@ -13,6 +13,7 @@ from imgbuild.cli.app import cli, emit_json, load_matrix, progress
 from imgbuild.cli.certify import sigterm_as_interrupt
 from imgbuild.cli.fleet import make_certifier, site_options
 from imgbuild.cli.publish import registry_client
+from imgbuild.cli.target import make_model_target
 from imgbuild.errors import UsageError
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ def _make_targets(names: tuple[str, ...], all_targets: bool, matrix: Matrix) -> 
         raise UsageError("give TARGET names or --all, not both")
     if all_targets:
         return tuple(targets_of(matrix.raw).values())
+    if not names and matrix.target_sources:  # the team's targets file: all of its targets
+        return tuple(t for name, t in targets_of(matrix.raw).items() if name in matrix.target_sources)
     if not names:
         raise UsageError("give one or more TARGET names, or --all", hint="`imgbuild matrix show` and matrix.yaml targets:")
     return tuple(find_target(matrix.raw, name) for name in names)
@@ -68,6 +71,8 @@ def _connect_engine() -> Any:
 @options.ca_bundle
 @options.pip_index_url
 @options.model_dir_pairs
+@options.gpu_target
+@options.driver_version
 @options.no_gpus
 @options.workers
 @options.run_on
@@ -79,9 +84,13 @@ def _connect_engine() -> Any:
 def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bool, destination: str | None,
          allow_uncertified: bool, username: str | None, password_stdin: bool, registry_ca: str | None,
          repository: str | None, base_ref: str | None, ca_bundle: str | None, pip_index_url: str | None,
-         model_dir_pairs: tuple[str, ...], no_gpus: bool, workers: int | None, run_on: str, state_dir: str | None,
+         model_dir_pairs: tuple[str, ...], gpu: str | None, driver: str | None, no_gpus: bool, workers: int | None,
+         run_on: str, state_dir: str | None,
          store_dir: str | None, matrix_path: str | None, as_json: bool, **site: Any) -> None:
-    """Check, plan, render, build, certify and publish each TARGET (or --all).
+    """Check, plan, render, build, certify and publish each TARGET (or --all; none: the team file's).
+
+    imgbuild make MODEL --gpu NAME[xN] first adds MODEL's target on those GPUs to the team's
+    targets file as `imgbuild target add` does, unless the file has one already.
 
     A step is skipped when its inputs did not change since it last succeeded; after
     a failure the next run resumes there. Targets on different GPU sets build and
@@ -96,7 +105,8 @@ def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bo
     from imgbuild.flows import make as make_mod
     from imgbuild.flows.targets import locks_dir_of
 
-    matrix = load_matrix(matrix_path)
+    matrix, target_names = make_model_target(target_names, gpu=gpu, driver=driver, model_dir_pairs=model_dir_pairs,
+                                             matrix_path=matrix_path)
     targets = _make_targets(target_names, all_targets, matrix)
     state = make_mod.StateStore(Path(state_dir) if state_dir else None)
     certifier = make_certifier(site, run_on=run_on, state_root=state.root, matrix=matrix, matrix_path=matrix_path,

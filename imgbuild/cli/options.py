@@ -386,3 +386,13 @@ run_on = click.option(
 )
 node_port = click.option("--port", "host_port", type=click.IntRange(0, 65535), default=0, show_default=True,
                          help="HTTP port on the node's 127.0.0.1 (0: a free one).")
+
+# --- target add ------------------------------------------------------------------------
+new_target_name = click.option(
+    "--name", "target_name", default=None, metavar="NAME",
+    help="The new target's name (default: MODEL-GPUxN, e.g. llama-3.1-8b-instruct-l4x1).",
+)
+tp_size = click.option(
+    "--tp", "tp", type=click.IntRange(1, 1024), default=None, metavar="N",
+    help="Tensor-parallel size (default: the GPU count, or the --tp among the launch flags).",
+)
