@@ -121,3 +121,37 @@ def test_fleet_sigterm_cancels_its_jobs_and_leaves_no_container(slurm_up, docker
     assert subprocess.run(["squeue", "-h", "-n", name], capture_output=True, text=True).stdout.strip() == ""
     assert engine.containers_labelled(eng, engine.CERTIFY_LABEL, certs[0]["id"]) == []
     assert certs[0]["teardown"]["container_removed"], "the node's certify removed its container"
+
+
+@pytest.mark.docker
+def test_fleet_job_over_its_time_limit_fails_with_slurm_state_timeout(slurm_up, docker_env, standin_image, model_dir,
+                                                                      tmp_path):
+    """--job-time 1: Slurm ends the job 60-90 s in (whole minutes, limits checked every 30 s);
+    the node's certify gets SIGTERM, removes its container, and the verdict names TIMEOUT."""
+    from imgbuild.adapters import engine
+
+    env, eng = docker_env
+    proc = fleet([standin_image[0], "--target", "standin-l4", "--model-dir", str(model_dir), "--no-gpus", "--no-plan",
+                  "--env", "STANDIN_FAIL=hang", "--timeout", "600", "--job-time", "1", "--json"], env, tmp_path)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    [row] = json.loads(proc.stdout)
+    assert row["verdict"] == "fail" and row["slurm"]["state"] == "TIMEOUT", row
+    assert row["failure"]["stage"] == "timeout" and "time limit (1 min)" in row["failure"]["reason"]
+    cert = json.loads((tmp_path / "certs" / f"{row['certificate']}.json").read_text())
+    assert engine.containers_labelled(eng, engine.CERTIFY_LABEL, cert["id"]) == []
+    assert subprocess.run(["squeue", "-h", "-n", row["slurm"]["job_name"]], capture_output=True,
+                          text=True).stdout.strip() == ""
+
+
+@pytest.mark.docker
+def test_fleet_failing_launch_comes_back_as_the_nodes_failed_certificate(slurm_up, docker_env, standin_image,
+                                                                         model_dir, tmp_path):
+    proc = fleet([standin_image[0], "--target", "standin-l4", "--model-dir", str(model_dir), "--no-gpus", "--no-plan",
+                  "--env", "STANDIN_FAIL=early-exit", "--timeout", "60", "--json"], docker_env[0], tmp_path)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    [row] = json.loads(proc.stdout)
+    assert row["verdict"] == "fail" and row["failure"]["stage"] == "launch", row
+    assert row["slurm"]["state"] == "FAILED" and row["slurm"]["srun_exit_code"] == 1
+    cert = json.loads((tmp_path / "certs" / f"{row['certificate']}.json").read_text())
+    assert cert["slurm"]["gpu_indices"] == [2] and cert["slurm"]["node"], cert["slurm"]
+    assert "the container exited with code 3 before it was ready; last lines: " in cert["failure"]["reason"]

@@ -216,3 +216,10 @@ def test_make_on_slurm_after_a_kill_waits_on_the_jobs_left_running_instead_of_su
     verdicts = {t["target"]: t["verdict"] for t in json.loads(resumed.stdout)["targets"]}
     assert set(verdicts.values()) == {"pass-unattested"}
     make.assert_nothing_left(eng)
+
+
+def test_make_site_options_without_on_slurm_are_a_usage_error():
+    done = subprocess.run([sys.executable, "-m", "imgbuild.cli", "make", "--all", "--until", "render",
+                           "--partition", "gpu"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith("--partition is for certifying on Slurm (add --on slurm)")

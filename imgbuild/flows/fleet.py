@@ -180,8 +180,15 @@ def _follow(runs: list[_Submitted], poll_s: float, progress: Callable[[str], Non
             for run in runs:
                 _look_up(run, progress)
         if not open_runs:
-            return
+            break
         open_runs[0].job.wait(poll_s)  # type: ignore[union-attr]
+    # srun returns before the job has left the node (COMPLETING): wait for Slurm's final state
+    deadline = time.monotonic() + 15.0
+    while time.monotonic() < deadline and any(r.info is not None and r.info.state not in slurm.ENDED_STATES
+                                              for r in runs):
+        time.sleep(0.25)
+        for run in runs:
+            _look_up(run, progress)
 
 
 def _look_up(run: _Submitted, progress: Callable[[str], None]) -> None:
