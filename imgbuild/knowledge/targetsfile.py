@@ -270,6 +270,9 @@ def _check_target_rows(rows: list[Any], shipped: Matrix, merged: Matrix, root: A
             checked.append(row)
             continue
         row = dict(row)
+        for key in [k for k in row if k not in _TARGET_TEXT + _TARGET_LISTS]:
+            problems.append((where + (key,), f"is not a target field (known: {', '.join(_TARGET_TEXT + _TARGET_LISTS)})"))
+            row.pop(key)
         for key in _TARGET_TEXT:
             if row.get(key) is not None and not isinstance(row[key], str):
                 written = _scalar_text(root, where + (key,))
@@ -282,7 +285,10 @@ def _check_target_rows(rows: list[Any], shipped: Matrix, merged: Matrix, root: A
                 problems.append((where + (key,), 'must be a list of quoted strings, e.g. ["--tp", "2"]'))
                 row.pop(key)
         checked.append(row)
-    problems += target_problems(merged, checked, engines_in="the shipped matrix's engines:")
+    for where, message in target_problems(merged, checked, engines_in="the shipped matrix's engines:"):
+        if where[-1] == "gpus" and message.startswith("unknown GPU"):
+            message += " (a name or alias from the shipped gpus: or this file's gpus:, see `imgbuild matrix show`)"
+        problems.append((where, message))
     for i, row in enumerate(checked):
         name = row.get("name") if isinstance(row, dict) else None
         if isinstance(name, str) and name in shipped_names:
