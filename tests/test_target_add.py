@@ -59,7 +59,7 @@ def newest_with_lock(architecture: str, python: str) -> str:
     """What the engine choice must be with no driver given: the newest release registering the
     architecture whose lock for the base's Python is in locks/ (computed, so new locks move it)."""
     for engine in reversed(MATRIX.engines):
-        if architecture in engine.architectures and engine.cuda and \
+        if architecture in engine.architectures and engine.cuda and not engine.lock_failure() and \
                 (ROOT / "locks" / engine_lock_name(engine.version, python=python, arch="x86_64")).is_file():
             return engine.version
     raise AssertionError("no engine with a lock")
@@ -243,3 +243,18 @@ def test_the_written_target_certifies_on_the_standin_image_without_gpus(
     steps = {s.name: s for s in default_steps(settings, connect_engine=lambda: engine.connect(timeout_s=60))}
     detail, result = steps["certify"].run(spec, {"build": {"image": image}})
     assert result["verdict"] == "pass-unattested", detail
+
+
+def test_make_model_gpu_on_a_base_made_per_machine_renders_from_the_base_given(tmp_path: Path) -> None:
+    """--base-name debootstrap-bookworm (no digest: scripts/services makes it) picks the newest release
+    with a lock for its Python 3.11; make's --base REF@sha256: is what the Dockerfile starts FROM."""
+    ref = "127.0.0.1:5055/imgbuild-test-base@sha256:" + "ab" * 32
+    done = imgbuild("make", LLAMA, "--gpu", "L4", "--base-name", "debootstrap-bookworm", "--base", ref,
+                    "--until", "render", "--state", str(tmp_path / "state"), *model_dir_args(LLAMA), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    row = read_targets_file(tmp_path / "imgbuild.yaml").data["targets"][0]
+    assert (row["base"], row["python"]) == ("debootstrap-bookworm", "3.11")
+    assert row["engine"] == newest_with_lock("LlamaForCausalLM", "3.11")
+    assert "made per machine (no digest)" in done.stderr
+    dockerfile = (tmp_path / "state" / "contexts" / "llama-3.1-8b-instruct-l4x1" / "Dockerfile").read_text()
+    assert f"FROM {ref} AS base" in dockerfile

@@ -73,6 +73,7 @@ def _connect_engine() -> Any:
 @options.model_dir_pairs
 @options.gpu_target
 @options.driver_version
+@options.base_name
 @options.no_gpus
 @options.workers
 @options.run_on
@@ -84,7 +85,8 @@ def _connect_engine() -> Any:
 def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bool, destination: str | None,
          allow_uncertified: bool, username: str | None, password_stdin: bool, registry_ca: str | None,
          repository: str | None, base_ref: str | None, ca_bundle: str | None, pip_index_url: str | None,
-         model_dir_pairs: tuple[str, ...], gpu: str | None, driver: str | None, no_gpus: bool, workers: int | None,
+         model_dir_pairs: tuple[str, ...], gpu: str | None, driver: str | None, base_name: str | None, no_gpus: bool,
+         workers: int | None,
          run_on: str, state_dir: str | None,
          store_dir: str | None, matrix_path: str | None, as_json: bool, **site: Any) -> None:
     """Check, plan, render, build, certify and publish each TARGET (or --all; none: the team file's).
@@ -105,8 +107,8 @@ def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bo
     from imgbuild.flows import make as make_mod
     from imgbuild.flows.targets import locks_dir_of
 
-    matrix, target_names = make_model_target(target_names, gpu=gpu, driver=driver, model_dir_pairs=model_dir_pairs,
-                                             matrix_path=matrix_path)
+    matrix, target_names = make_model_target(target_names, gpu=gpu, driver=driver, base_name=base_name,
+                                             model_dir_pairs=model_dir_pairs, matrix_path=matrix_path)
     targets = _make_targets(target_names, all_targets, matrix)
     state = make_mod.StateStore(Path(state_dir) if state_dir else None)
     certifier = make_certifier(site, run_on=run_on, state_root=state.root, matrix=matrix, matrix_path=matrix_path,

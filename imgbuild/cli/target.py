@@ -107,16 +107,17 @@ def refusal_error(decision: TargetDecision) -> NegativeVerdict:
 @options.gpu_target
 @options.driver_version
 @options.sglang_version
+@options.base_name
 @options.new_target_name
 @options.tp_size
 @options.model_dir_pairs
 @options.matrix_file
 @options.json_output
-def add(args: tuple[str, ...], gpu: str | None, driver: str | None, sglang: str | None, target_name: str | None,
-        tp: int | None, model_dir_pairs: tuple[str, ...], matrix_path: str | None, as_json: bool) -> None:
+def add(args: tuple[str, ...], gpu: str | None, driver: str | None, sglang: str | None, base_name: str | None,
+        target_name: str | None, tp: int | None, model_dir_pairs: tuple[str, ...], matrix_path: str | None, as_json: bool) -> None:
     """Decide a target for MODEL on --gpu NAME[xN] and add it to the team's targets file.
 
-    imgbuild target add MODEL --gpu NAME[xN] [--driver D] [--name N] [--sglang V] [--tp N] [-- FLAGS...]
+    imgbuild target add MODEL --gpu NAME[xN] [--driver D] [--name N] [--sglang V] [--base-name B] [--tp N] [-- FLAGS...]
 
     Chooses the engine (the newest release that serves MODEL, whose CUDA the driver runs and
     that has a lock for the base's Python), the base for that CUDA, the Python, TP (the GPU
@@ -131,7 +132,7 @@ def add(args: tuple[str, ...], gpu: str | None, driver: str | None, sglang: str 
     if not gpu:
         raise UsageError("give the GPUs with --gpu NAME[xN], e.g. --gpu L4 or --gpu 'H100x2'")
     opts = TargetAddOptions(model=model, gpu=gpu, model_dir=model_dir_of(model, model_dir_pairs), driver=driver,
-                            name=target_name, sglang=sglang, tp=tp, flags=flags)
+                            name=target_name, sglang=sglang, base_name=base_name, tp=tp, flags=flags)
     decision, where = add_target(opts, matrix_path=matrix_path)
     if as_json:
         emit_json({**decision.to_dict(), "written": where})
@@ -153,7 +154,7 @@ def split_model_and_flags(args: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     return model, tuple(words)
 
 
-def make_model_target(names: tuple[str, ...], *, gpu: str | None, driver: str | None,
+def make_model_target(names: tuple[str, ...], *, gpu: str | None, driver: str | None, base_name: str | None,
                       model_dir_pairs: tuple[str, ...], matrix_path: str | None) -> tuple[Matrix, tuple[str, ...]]:
     """`make MODEL --gpu NAME[xN]`: the matrix and the target names make runs. Without --gpu,
     the names as given. With it, MODEL's target on those GPUs from the team's file, or a new
@@ -175,7 +176,8 @@ def make_model_target(names: tuple[str, ...], *, gpu: str | None, driver: str | 
         progress(f"make: {model} on {existing.gpus}: target {existing.name} "
                  f"({matrix.target_sources.get(existing.name, 'the targets file')})")
         return matrix, (existing.name,)
-    opts = TargetAddOptions(model=model, gpu=gpu, model_dir=model_dir_of(model, model_dir_pairs), driver=driver)
+    opts = TargetAddOptions(model=model, gpu=gpu, model_dir=model_dir_of(model, model_dir_pairs), driver=driver,
+                            base_name=base_name)
     decision, where = add_target(opts, matrix_path=matrix_path)
     for line in decision_lines(decision, where):
         progress(line)

@@ -39,7 +39,8 @@ from imgbuild.flows.check import GpuSeen, HostView, host_blockers, model_blocker
 from imgbuild.flows.plan import PlanOptions, PlanResult, plan_launch
 from imgbuild.flows.targets import TargetRequest, locks_dir_of, recipe_inputs, target_from_request
 from imgbuild.knowledge.matrix import normalize_gpu_name
-from imgbuild.knowledge.recipe import TargetSpec, engine_lock_name
+from imgbuild.knowledge.recipe import TargetSpec, engine_lock_name, glibc_satisfies
+from imgbuild.knowledge.render import LOCK_GLIBC, bases_of
 
 if TYPE_CHECKING:
     from imgbuild.knowledge.matrix import Matrix
@@ -59,6 +60,7 @@ class TargetAddOptions:
     driver: str | None = None  # the NVIDIA driver the target runs on (default: this host's, when seen)
     name: str | None = None
     sglang: str | None = None  # the engine, instead of the newest that fits
+    base_name: str | None = None  # a base of the matrix's bases:, instead of the newest -devel for the CUDA
     tp: int | None = None
     flags: tuple[str, ...] = ()
 
@@ -121,7 +123,8 @@ def _host(spec: GpuSpec, count: int, driver: str | None) -> HostView:
                     gpus=(GpuSeen(spec.name, count, spec.compute_capability, spec.memory_mib),))
 
 
-def _engine_problem(engine: EngineSpec, host: HostView, matrix: Matrix, locks_dir: Path) -> tuple[str | None, str, str]:
+def _engine_problem(engine: EngineSpec, host: HostView, matrix: Matrix, locks_dir: Path,
+                    base_name: str | None) -> tuple[str | None, str, str]:
     """(why ``engine`` cannot be this target's on ``host``, or None; its base; its Python)."""
     if engine.cuda is None:
         return "no CUDA pin known for its torch", "", ""
@@ -129,9 +132,13 @@ def _engine_problem(engine: EngineSpec, host: HostView, matrix: Matrix, locks_di
     if blockers:  # check's words, less the release and its torch (the same for a run of releases)
         return re.sub(r" for SGLang \S+ \(torch [^)]*\)", "", blockers[0]), "", ""
     try:
-        spec = target_from_request(matrix, TargetRequest(engine=engine.version, cuda=engine.cuda))
+        spec = target_from_request(matrix, TargetRequest(engine=engine.version, cuda=engine.cuda,
+                                                         base_name=base_name))
     except UsageError as exc:
         return exc.message.split(" (")[0], "", ""
+    base_glibc, need = bases_of(matrix.raw)[spec.base].glibc, engine.glibc or LOCK_GLIBC
+    if base_glibc and not glibc_satisfies(base_glibc, need):  # render's check (knowledge/render.py)
+        return f"its wheels need glibc {need}; base {spec.base} has {base_glibc}", spec.base, spec.python
     try:
         if engine.requires_python and spec.python not in SpecifierSet(engine.requires_python):
             return f"requires Python {engine.requires_python}; base {spec.base} has {spec.python}", spec.base, spec.python
@@ -147,7 +154,7 @@ def _engine_problem(engine: EngineSpec, host: HostView, matrix: Matrix, locks_di
 
 
 def choose_engine(info: ModelInfo, host: HostView, matrix: Matrix, *, locks_dir: Path,
-                  wanted: str | None = None) -> _EngineChoice:
+                  wanted: str | None = None, base_name: str | None = None) -> _EngineChoice:
     """The newest release that passes every test (or ``wanted``); NoTargetFits naming why none does."""
     candidates = [matrix.engine(wanted)] if wanted else list(reversed(matrix.engines))
     passed: list[tuple[str, str]] = []
@@ -159,7 +166,7 @@ def choose_engine(info: ModelInfo, host: HostView, matrix: Matrix, *, locks_dir:
                 passed.append((engine.version, blockers[0]))
             continue  # releases newer than the first that serves it are noted once one does
         served = True
-        why, base, python = _engine_problem(engine, host, matrix, locks_dir)
+        why, base, python = _engine_problem(engine, host, matrix, locks_dir, base_name)
         if why is None:
             return _EngineChoice(engine, base, python, tuple(passed))
         passed.append((engine.version, why))
@@ -304,6 +311,10 @@ def decide_target(opts: TargetAddOptions, *, matrix: Matrix, hub: HubFetcher | N
     if name in (taken or {}):
         raise UsageError(f"target {name!r} already exists ({(taken or {})[name]})",
                          hint="give another --name, or use that target: imgbuild make " + name)
+    bases = bases_of(matrix.raw)
+    if opts.base_name and opts.base_name not in bases:
+        raise UsageError(f"--base-name {opts.base_name!r} is not in the matrix's bases:",
+                         hint="known: " + ", ".join(sorted(bases)))
     info = inspect_model(opts.model_dir or opts.model, hub=hub)
     driver, driver_why = _driver(opts, host_driver)
     reasons = [Reason("driver", driver or "not known", driver_why)]
@@ -311,8 +322,8 @@ def decide_target(opts: TargetAddOptions, *, matrix: Matrix, hub: HubFetcher | N
     flags = opts.flags if _flag_value(opts.flags, _TP_FLAGS) or tp == 1 else merge_flags(opts.flags, ("--tp", str(tp)))
     try:
         choice = choose_engine(info, _host(spec, count, driver), matrix, locks_dir=locks_dir_of(matrix),
-                               wanted=opts.sglang)
-        reasons += _engine_reasons(choice, info, opts, driver)
+                               wanted=opts.sglang, base_name=opts.base_name)
+        reasons += _engine_reasons(choice, info, opts, driver, pinned=bool(bases[choice.base].digest))
         reasons.append(Reason("tp", str(tp), tp_why + ("; SGLang's default, no flag" if tp == 1 and flags == opts.flags
                                                         else "")))
         fitted, result, change = fit_flags(info, flags, gpus, choice.engine.version, matrix)
@@ -326,9 +337,11 @@ def decide_target(opts: TargetAddOptions, *, matrix: Matrix, hub: HubFetcher | N
                               fits_on=exc.fits_on)
     reasons.append(_flags_reason(opts.flags, fitted, result, change))
     target = target_from_request(matrix, TargetRequest(
-        engine=choice.engine.version, cuda=choice.engine.cuda, model=opts.model, gpus=gpus, launch_flags=fitted))
+        engine=choice.engine.version, cuda=choice.engine.cuda, base_name=opts.base_name, model=opts.model, gpus=gpus,
+        launch_flags=fitted))
     target = replace(target, name=name, source=_source(opts))
-    recipe_inputs(matrix, target)  # the lock reads and the base's glibc serves the wheels, as render checks
+    if bases[target.base].digest:  # a base made per machine is resolved at render, with --base REF@sha256:
+        recipe_inputs(matrix, target)  # the lock reads and the base's glibc serves the wheels, as render checks
     return TargetDecision(model=opts.model, gpus=gpus, reasons=tuple(reasons), target=target,
                           plan=_plan_summary(result))
 
@@ -346,8 +359,8 @@ def _driver(opts: TargetAddOptions, host_driver: Callable[[], str | None] | None
     return None, "no --driver, and no NVIDIA driver seen here: any CUDA release is taken as runnable"
 
 
-def _engine_reasons(choice: _EngineChoice, info: ModelInfo, opts: TargetAddOptions, driver: str | None,
-                    ) -> list[Reason]:
+def _engine_reasons(choice: _EngineChoice, info: ModelInfo, opts: TargetAddOptions, driver: str | None, *,
+                    pinned: bool) -> list[Reason]:
     e = choice.engine
     arch = next((a for a in info.architectures if a in e.architectures), info.architectures[0])
     runs = f", which driver {driver} runs" if driver else ""
@@ -358,8 +371,12 @@ def _engine_reasons(choice: _EngineChoice, info: ModelInfo, opts: TargetAddOptio
     if choice.passed_over:
         why += "; passed over: " + "; ".join(_grouped(choice.passed_over))
     glibc = f" (its glibc serves the wheels' manylinux {e.glibc})" if e.glibc else ""
+    base_why = (f"given with --base-name{glibc}" if opts.base_name
+                else f"the newest -devel base for CUDA {e.cuda} in the matrix's bases:{glibc}")
+    if not pinned:
+        base_why += "; made per machine (no digest): make and build take it as --base REF@sha256:..."
     return [Reason("engine", e.version, why),
-            Reason("base", choice.base, f"the newest -devel base for CUDA {e.cuda} in the matrix's bases:{glibc}"),
+            Reason("base", choice.base, base_why),
             Reason("python", choice.python, f"the Python of base {choice.base}, which the lock "
                                             f"{engine_lock_name(e.version, python=choice.python, arch=ARCH)} is for")]
 
@@ -377,7 +394,8 @@ def _flags_reason(given: tuple[str, ...], fitted: tuple[str, ...], result: PlanR
 
 def _source(opts: TargetAddOptions) -> str:
     words = ["imgbuild target add", opts.model, "--gpu", opts.gpu]
-    for flag, value in (("--driver", opts.driver), ("--sglang", opts.sglang), ("--tp", opts.tp)):
+    for flag, value in (("--driver", opts.driver), ("--sglang", opts.sglang), ("--tp", opts.tp),
+                        ("--base-name", opts.base_name)):
         if value is not None:
             words += [flag, str(value)]
     if opts.flags:
