@@ -593,8 +593,9 @@ def check_targets(matrix: Matrix) -> None:
         raise MatrixError(_locate(problems, matrix.path, text))
 
 
-def target_problems(matrix: Matrix, rows: list[Any], *,
-                    engines_in: str = "engines:") -> list[tuple[tuple[Any, ...], str]]:
+def target_problems(matrix: Matrix, rows: list[Any], *, engines_in: str = "engines:",
+                    engine_fix: str = "a release listed there, or regenerate them with scripts/gen_matrix.py",
+                    ) -> list[tuple[tuple[Any, ...], str]]:
     """check_targets' rules for target rows against ``matrix``, as (path, message) problems
     (knowledge/targetsfile.py checks the team's rows with them too)."""
     from imgbuild.knowledge.recipe import is_pinned_ref, parse_targets
@@ -619,8 +620,8 @@ def target_problems(matrix: Matrix, rows: list[Any], *,
                 matrix.engine(engine)
             except UsageError as exc:
                 absent = exc.message.startswith("SGLang ") and "is not in the matrix" in exc.message
-                problems.append((where + ("engine",), f"SGLang {engine} is not in {engines_in} (a release listed there, "
-                                 "or regenerate them with scripts/gen_matrix.py)" if absent else exc.message))
+                problems.append((where + ("engine",), f"SGLang {engine} is not in {engines_in} ({engine_fix})"
+                                 if absent else exc.message))
         base = str(row.get("base") or "")
         if base not in bases and not is_pinned_ref(base):
             problems.append((where + ("base",), f"{base!r} is neither a name in bases: nor a REF@sha256: reference"))

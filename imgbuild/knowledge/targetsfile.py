@@ -285,7 +285,10 @@ def _check_target_rows(rows: list[Any], shipped: Matrix, merged: Matrix, root: A
                 problems.append((where + (key,), 'must be a list of quoted strings, e.g. ["--tp", "2"]'))
                 row.pop(key)
         checked.append(row)
-    for where, message in target_problems(merged, checked, engines_in="the shipped matrix's engines:"):
+    newest = shipped.engines[-1].version if shipped.engines else "none"
+    for where, message in target_problems(merged, checked, engines_in="the shipped matrix's engines:",
+                                          engine_fix=f"`imgbuild matrix show` lists them, newest {newest}; "
+                                                     "a newer release needs a newer imgbuild"):
         if where[-1] == "gpus" and message.startswith("unknown GPU"):
             message += " (a name or alias from the shipped gpus: or this file's gpus:, see `imgbuild matrix show`)"
         problems.append((where, message))
