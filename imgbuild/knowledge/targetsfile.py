@@ -17,6 +17,7 @@ Pure: reads files, imports no click, docker or httpx.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -24,6 +25,7 @@ from typing import Any, Mapping
 from imgbuild.errors import MatrixError, UsageError
 from imgbuild.knowledge.matrix import (
     MAX_MATRIX_BYTES,
+    LockConstraint,
     Matrix,
     _Checker,
     _line_of,
@@ -32,6 +34,7 @@ from imgbuild.knowledge.matrix import (
     normalize_gpu_name,
     target_problems,
 )
+from imgbuild.knowledge.specs import GpuSpec
 
 TARGETS_ENV = "IMGBUILD_TARGETS"
 DEFAULT_FILE = "imgbuild.yaml"
@@ -204,7 +207,8 @@ def _section_problems(team: TeamFile) -> list[Problem]:
     return problems
 
 
-def _own_gpus_and_constraints(team: TeamFile, shipped: Matrix, problems: list[Problem]) -> tuple[tuple, tuple]:
+def _own_gpus_and_constraints(team: TeamFile, shipped: Matrix, problems: list[Problem],
+                              ) -> tuple[tuple[GpuSpec, ...], tuple[LockConstraint, ...]]:
     """The team's gpus and constraints rows by the matrix's own checker, and no GPU name the
     shipped gpus: already resolve."""
     checker = _Checker(problems)
@@ -228,8 +232,6 @@ def _own_gpus_and_constraints(team: TeamFile, shipped: Matrix, problems: list[Pr
 
 
 def _check_bases(team: TeamFile, shipped: Matrix, problems: list[Problem]) -> None:
-    import re
-
     shipped_names = {str(b.get("name")) for b in shipped.raw.get("bases") or [] if isinstance(b, dict)}
     seen: dict[str, int] = {}
     for i, row in enumerate(team.rows("bases")):
