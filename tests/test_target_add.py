@@ -255,6 +255,7 @@ def test_make_model_gpu_on_a_base_made_per_machine_renders_from_the_base_given(t
     row = read_targets_file(tmp_path / "imgbuild.yaml").data["targets"][0]
     assert (row["base"], row["python"]) == ("debootstrap-bookworm", "3.11")
     assert row["engine"] == newest_with_lock("LlamaForCausalLM", "3.11")
-    assert "made per machine (no digest)" in done.stderr
-    dockerfile = (tmp_path / "state" / "contexts" / "llama-3.1-8b-instruct-l4x1" / "Dockerfile").read_text()
+    assert "made per machine (no digest)" in " ".join(done.stderr.split())
+    name = "llama-3.1-8b-instruct-l4x1-debootstrap-bookworm"
+    dockerfile = (tmp_path / "state" / "contexts" / name / "Dockerfile").read_text()
     assert f"FROM {ref} AS base" in dockerfile

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -85,7 +86,8 @@ def decision_lines(decision: TargetDecision, where: str | None) -> list[str]:
     width = max((len(r.step) for r in decision.reasons), default=0)
     for r in decision.reasons:
         out.append(f"  {r.step:<{width}}  {r.value}")
-        out.append(f"  {'':<{width}}    {r.why}")
+        out += textwrap.wrap(r.why, width=100, initial_indent=" " * (width + 6), subsequent_indent=" " * (width + 6),
+                             break_long_words=False, break_on_hyphens=False)
     if decision.target is None:
         out.append(f"refused: {decision.refusal}")
         if decision.fits_on:
@@ -171,7 +173,7 @@ def make_model_target(names: tuple[str, ...], *, gpu: str | None, driver: str | 
     if model in {str(t.get("name")) for t in matrix.raw.get("targets") or [] if isinstance(t, dict)}:
         raise UsageError(f"{model!r} is a target, which names its own GPUs: leave out --gpu",
                          hint="--gpu is for a MODEL that has no target yet")
-    existing = team_target_for(matrix, model, gpu)
+    existing = team_target_for(matrix, model, gpu, base_name)
     if existing is not None:
         progress(f"make: {model} on {existing.gpus}: target {existing.name} "
                  f"({matrix.target_sources.get(existing.name, 'the targets file')})")

@@ -276,11 +276,13 @@ def fit_flags(info: ModelInfo, flags: tuple[str, ...], gpu: str, engine: str, ma
 # ----------------------------------------------------------------------------- the whole decision
 
 
-def default_name(model: str, spec: GpuSpec, count: int) -> str:
-    """'meta-llama/Llama-3.1-8B-Instruct' on 1 x L4 -> 'llama-3.1-8b-instruct-l4x1'."""
+def default_name(model: str, spec: GpuSpec, count: int, base_name: str | None = None) -> str:
+    """'meta-llama/Llama-3.1-8B-Instruct' on 1 x L4 -> 'llama-3.1-8b-instruct-l4x1' (and '-BASE'
+    after it for a base given by name)."""
     stem = re.sub(r"[^a-z0-9._-]+", "-", Path(model.rstrip("/")).name.lower()).strip("-._") or "model"
     gpu = spec.aliases[0] if spec.aliases else normalize_gpu_name(spec.name)
-    return f"{stem}-{gpu}x{count}"
+    base = "-" + re.sub(r"[^a-z0-9._-]+", "-", base_name.lower()) if base_name else ""
+    return f"{stem}-{gpu}x{count}{base}"
 
 
 def _tp_of(opts: TargetAddOptions, count: int) -> tuple[int, str]:
@@ -307,7 +309,7 @@ def decide_target(opts: TargetAddOptions, *, matrix: Matrix, hub: HubFetcher | N
 
     spec, count = matrix.resolve_gpu(opts.gpu)
     gpus = f"{spec.name}x{count}"
-    name = opts.name or default_name(opts.model, spec, count)
+    name = opts.name or default_name(opts.model, spec, count, opts.base_name)
     if name in (taken or {}):
         raise UsageError(f"target {name!r} already exists ({(taken or {})[name]})",
                          hint="give another --name, or use that target: imgbuild make " + name)
@@ -506,14 +508,15 @@ def write_targets_file(path: Path, text: str, *, expected: str | None,
         Path(tmp).unlink(missing_ok=True)
 
 
-def team_target_for(matrix: Matrix, model: str, gpu: str) -> TargetSpec | None:
-    """The team file's target for ``model`` on these GPUs (same GPU and count), if there is one."""
+def team_target_for(matrix: Matrix, model: str, gpu: str, base_name: str | None = None) -> TargetSpec | None:
+    """The team file's target for ``model`` on these GPUs (same GPU and count) and, where given,
+    that base, if there is one."""
     from imgbuild.knowledge.recipe import parse_targets
 
     spec, count = matrix.resolve_gpu(gpu)
     team = set(getattr(matrix, "target_sources", {}) or {})
     for target in parse_targets(matrix.raw.get("targets")).values():
-        if target.name in team and target.model == model and target.gpus:
+        if target.name in team and target.model == model and target.gpus and base_name in (None, target.base):
             try:
                 if matrix.resolve_gpu(target.gpus) == (spec, count):
                     return target
