@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 ARCH = "x86_64"  # the platform of every target imgbuild renders (linux/amd64)
 GPU_COUNTS = (1, 2, 4, 8)  # the GPU sets tried when nothing fits: TP sizes SGLang serves on one node
 _TP_FLAGS = ("--tp", "--tp-size", "--tensor-parallel-size")
+_TARGET_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")  # recipe.validate_target's, bounded (it names files)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -310,6 +311,9 @@ def decide_target(opts: TargetAddOptions, *, matrix: Matrix, hub: HubFetcher | N
     spec, count = matrix.resolve_gpu(opts.gpu)
     gpus = f"{spec.name}x{count}"
     name = opts.name or default_name(opts.model, spec, count, opts.base_name)
+    if not _TARGET_NAME.fullmatch(name):
+        raise UsageError(f"--name {name[:64]!r}: a target name is 1 to 128 lowercase letters, digits, '.', '_' or '-'",
+                         hint="e.g. --name llama-3.1-8b-l4x1")
     if name in (taken or {}):
         raise UsageError(f"target {name!r} already exists ({(taken or {})[name]})",
                          hint="give another --name, or use that target: imgbuild make " + name)
