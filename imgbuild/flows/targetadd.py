@@ -162,10 +162,9 @@ def choose_engine(info: ModelInfo, host: HostView, matrix: Matrix, *, locks_dir:
     served = False
     for engine in candidates:
         blockers = model_blockers(info, engine.version, engine.architectures, matrix)
-        if blockers:
-            if served or wanted:
-                passed.append((engine.version, blockers[0]))
-            continue  # releases newer than the first that serves it are noted once one does
+        if blockers:  # e.g. a newer release that dropped the architecture, or a known issue
+            passed.append((engine.version, blockers[0]))
+            continue
         served = True
         why, base, python = _engine_problem(engine, host, matrix, locks_dir, base_name)
         if why is None:
