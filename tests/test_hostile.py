@@ -251,3 +251,80 @@ def test_matrix_validate_checks_the_targets_against_the_rest_of_the_file(
 def test_the_shipped_matrix_and_its_targets_validate(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_out(capsys, "matrix", "validate")
     assert code == 0 and "valid" in out, err
+
+
+# ---------------------------------------------------------------- a fuzzer over config.json and the index
+HOSTILE_VALUES: list[Any] = [
+    None, True, False, -1, 0, 1, 2, 3, 8, 64, 4096, -4, 2**31 + 1, 10**30, 1e308, -1e308, 1.5, -0.0, 2.0,
+    float("nan"), float("inf"),
+    "", "abc", "9" * 5000, [], [1], ["a"] * 3, {}, {"x": 1}, [[[[[[1]]]]]], {"a": {"b": {"c": []}}},
+]
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, child in value.items():
+            out += _paths(child, prefix + (key,))
+    elif isinstance(value, list) and value:
+        out += _paths(value[0], prefix + (0,))
+    return out
+
+
+def _set(doc: Any, path: tuple[Any, ...], value: Any) -> None:
+    for part in path[:-1]:
+        doc = doc[part]
+    if value is _DELETE:
+        del doc[path[-1]]
+    else:
+        doc[path[-1]] = value
+
+
+_DELETE = object()
+
+
+def _mutants(count: int, seed: int) -> list[tuple[str, str, str]]:
+    """(id, config text, index text): 1-3 fields of the seed's files each set to a hostile value or removed."""
+    import copy
+    import json
+    import random
+
+    rng = random.Random(seed)
+    config = json.loads((Path(SEED) / "config.json").read_text())
+    index = json.loads((Path(SEED) / "model.safetensors.index.json").read_text())
+    targets = [("config", p) for p in _paths(config)] + [("index", p) for p in _paths(index)]
+    out = []
+    for n in range(count):
+        docs = {"config": copy.deepcopy(config), "index": copy.deepcopy(index)}
+        changed = []
+        for which, path in rng.sample(targets, rng.randint(1, 3)):
+            value = rng.choice(HOSTILE_VALUES + [_DELETE])
+            try:
+                _set(docs[which], path, value)
+            except (KeyError, IndexError, TypeError):  # a path an earlier change of this case removed
+                continue
+            changed.append(f"{which}.{'.'.join(map(str, path))}={'del' if value is _DELETE else type(value).__name__}")
+        out.append((f"{n}:{','.join(changed)}", json.dumps(docs["config"]), json.dumps(docs["index"])))
+    return out
+
+
+def test_fuzzed_configs_and_indexes_are_planned_or_refused_never_a_crash(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """200 seeded mutants of the seed's config.json and index through inspect and plan: each is
+    described (exit 0), does not fit (1) or is one line of bad input (2); never 70, never 10 s."""
+    started = time.monotonic()
+    crashes = []
+    codes: dict[int, int] = {}
+    for n, (case, config_text, index_text) in enumerate(_mutants(200, seed=12)):
+        model = tmp_path / f"m{n}"
+        model.mkdir()
+        (model / "config.json").write_text(config_text)
+        (model / "model.safetensors.index.json").write_text(index_text)
+        for args in (["inspect", str(model), "--json"], ["plan", str(model), *TARGET, "--json", "--no-suggest"]):
+            code, err = run(capsys, *args)
+            codes[code] = codes.get(code, 0) + 1
+            if code not in (0, 1, 2) or (code == 2 and len(err.strip().splitlines()) != 1):
+                crashes.append(f"{case}: {args[0]} exit {code}: {err.strip()[-300:]}")
+    assert crashes == [], "\n".join(crashes[:10])
+    assert codes.get(2, 0) > 50 and codes.get(0, 0) + codes.get(1, 0) > 100  # the mutants reach both sides
+    assert time.monotonic() - started < 60

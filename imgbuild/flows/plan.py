@@ -200,6 +200,10 @@ def check_parallelism(g: ModelGeometry, launch: LaunchConfig, gpu_count: int, gp
     world = tp * pp * dp
     if tp < 1 or pp < 1:
         raise UsageError(f"--tp-size {tp} / --pp-size {pp}: must be at least 1")
+    if g.kv_layers < 1:  # every pool SGLang sizes is per KV layer (pool_configurator.py's cell size)
+        raise UsageError(f"{g.architecture}: config.json leaves no layer with a KV cache "
+                         f"({g.num_layers} layers, {g.full_attention_layers} of them full attention)",
+                         hint="check num_hidden_layers against layer_types / full_attention_interval")
     if world > gpu_count:
         raise UsageError(
             f"--tp-size {tp} x --pp-size {pp}" + (f" x --dp-size {dp}" if dp > 1 else "")

@@ -373,6 +373,12 @@ _SIZE_KEYS = frozenset({
     "v_head_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim", "sliding_window",
     "out_hidden_size", "patch_size",
 })  # fmt: skip
+# Divisors of the plan (SGLang's per-layer, per-head and per-token arithmetic): 0 is no model.
+_POSITIVE_KEYS = frozenset({
+    "num_hidden_layers", "num_layers", "n_layers", "depth", "num_attention_heads", "num_key_value_heads",
+    "hidden_size", "head_dim", "vocab_size", "max_position_embeddings", "linear_num_key_heads",
+    "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim", "patch_size",
+})  # fmt: skip
 _NESTED_CONFIGS = ("text_config", "llm_config", "language_config", "vision_config")
 
 
@@ -385,13 +391,19 @@ def check_model_files(config: dict[str, Any], index: dict[str, Any] | None, *, s
             if value is None or isinstance(value, bool):
                 continue
             limit = MAX_LAYER_COUNT if key in _COUNT_KEYS else MAX_SIZE
-            if not isinstance(value, (int, float)) or value != value or not 0 <= value <= limit:
+            least = 1 if key in _POSITIVE_KEYS else 0
+            if not isinstance(value, (int, float)) or value != value or not least <= value <= limit \
+                    or (isinstance(value, float) and not value.is_integer()):
                 raise UsageError(f"model {source}: config.json {where}{key} is {_shown(value)}",
-                                 hint=f"a model's {key} is a whole number from 0 to {limit:,}")
+                                 hint=f"a model's {key} is a whole number from {least} to {limit:,}")
         for key in ("architectures", "mlp_only_layers", "layer_types"):
             value = cfg.get(key)
             if value is not None and not (isinstance(value, list) and len(value) <= MAX_LAYER_COUNT):
                 raise UsageError(f"model {source}: config.json {where}{key} is {_shown(value)}", hint="it must be a list")
+        for key, value in cfg.items():  # names looked up in tables (dtypes, model types): text or null
+            if (key == "model_type" or key.endswith("dtype")) and value is not None and not isinstance(value, str):
+                raise UsageError(f"model {source}: config.json {where}{key} is {_shown(value)}",
+                                 hint='it must be a name, e.g. "bfloat16"')
         if not all(isinstance(a, str) for a in cfg.get("architectures") or []):
             raise UsageError(f"model {source}: config.json {where}architectures must be class names, "
                              f"not {_shown(cfg['architectures'])}", hint='e.g. ["Qwen3ForCausalLM"]')
@@ -497,12 +509,17 @@ def read_int(cfg: Mapping[str, Any], *keys: str, default: int) -> int: ...
 @overload
 def read_int(cfg: Mapping[str, Any], *keys: str, default: None = None) -> int | None: ...
 def read_int(cfg: Mapping[str, Any], *keys: str, default: int | None = None) -> int | None:
-    """The first of keys holding a number (booleans skipped), as an int; else default."""
+    """The first of keys holding a number (booleans skipped), as an int; else default.
+
+    A NaN, an infinity or a number past 2^53 (JSON's exact integers) in a key that
+    check_model_files does not bound is bad input here, not a crash or a count of 10^308."""
     for key in keys:
         value = cfg.get(key)
         if isinstance(value, bool):
             continue
         if isinstance(value, (int, float)):
+            if value != value or abs(value) > 2**53:
+                raise UsageError(f"config.json {key} is {_shown(value)}", hint=f"a model's {key} is a whole number")
             return int(value)
     return default
 
