@@ -155,3 +155,58 @@ def test_fleet_failing_launch_comes_back_as_the_nodes_failed_certificate(slurm_u
     cert = json.loads((tmp_path / "certs" / f"{row['certificate']}.json").read_text())
     assert cert["slurm"]["gpu_indices"] == [2] and cert["slurm"]["node"], cert["slurm"]
     assert "the container exited with code 3 before it was ready; last lines: " in cert["failure"]["reason"]
+
+
+def node_state(node: str) -> str:
+    return subprocess.run(["sinfo", "-h", "-n", node, "-o", "%T"], capture_output=True, text=True).stdout.strip()
+
+
+@pytest.mark.docker
+def test_fleet_node_set_down_under_a_running_job_fails_it_with_node_fail(slurm_up, docker_env, standin_image,
+                                                                        model_dir, tmp_path):
+    """scontrol sets the node DOWN while the job runs: Slurm kills the job (NODE_FAIL) and the
+    node's certify removes its container. ReturnToService=2 brings the node back at once
+    (slurmd answers); the test makes sure it is idle again for the tests after it."""
+    import time
+
+    from imgbuild.adapters import engine
+
+    env, eng = docker_env
+    run_env = {**os.environ, "DOCKER_HOST": env["DOCKER_HOST"], "IMGBUILD_GPU_SNAPSHOT": str(NODE_SNAPSHOT),
+               "XDG_RUNTIME_DIR": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "node-data")}
+    proc = subprocess.Popen([sys.executable, "-m", "imgbuild.cli", "fleet", "certify", standin_image[0],
+                             "--target", "standin-l4", "--model-dir", str(model_dir), "--no-gpus", "--no-plan",
+                             "--env", "STANDIN_FAIL=hang", "--timeout", "120", "--matrix", str(fleet_matrix(tmp_path)),
+                             "--store", str(tmp_path / "certs"), "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=run_env)
+    seen = []
+    node = ""
+    for line in proc.stderr:  # type: ignore[union-attr]
+        seen.append(line)
+        if "running on " in line and "[standin-l4] job " in line:
+            node = line.rsplit("running on ", 1)[1].strip()
+        if node and any("starting " in s for s in seen):  # the node's certify has begun
+            break
+    assert node, "".join(seen)
+    time.sleep(1.0)
+    try:
+        subprocess.run(["scontrol", "update", f"nodename={node}", "state=down", "reason=imgbuild-test-node-fail"],
+                       check=True, capture_output=True, text=True)
+        out, rest = proc.communicate(timeout=90)
+    finally:
+        deadline = time.monotonic() + 30
+        while node and node_state(node) not in ("idle", "mixed") and time.monotonic() < deadline:
+            if node_state(node).startswith("down"):
+                subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"], capture_output=True)
+            time.sleep(0.5)
+    assert proc.returncode == 1, "".join(seen) + rest
+    [row] = json.loads(out)
+    assert row["slurm"]["state"] == "NODE_FAIL" and row["failure"]["stage"] == "node_fail", row
+    assert "Node failure on" in rest
+    assert node_state(node) in ("idle", "mixed")
+    node_certs = [p.stem for p in (tmp_path / "node-data" / "imgbuild" / "certs").glob("*.json")]
+    assert node_certs, "the node's certify started a certification"
+    deadline = time.monotonic() + 30  # the step's SIGTERM reaches the node's certify, which removes its container
+    while any(engine.containers_labelled(eng, engine.CERTIFY_LABEL, c) for c in node_certs):
+        assert time.monotonic() < deadline, "a certify container outlived the failed node's job"
+        time.sleep(0.5)

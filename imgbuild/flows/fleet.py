@@ -273,6 +273,9 @@ def _job_failure_certificate(run: _Submitted, image: str, facts: dict[str, Any],
         stage, reason = "interrupted", "interrupted (Ctrl-C or SIGTERM): the job was cancelled (scancel)"
     elif state == "TIMEOUT":
         stage, reason = "timeout", f"the job ran past its time limit ({facts['time_limit_min']} min): Slurm state TIMEOUT"
+    elif state in SLURM_ENDED_IT:
+        stage = state.lower()
+        reason = f"Slurm ended the job: state {state}, srun exit {facts.get('srun_exit_code')}"
     else:
         stage = "slurm"
         reason = f"the job ended without a certificate: Slurm state {state}, srun exit {facts.get('srun_exit_code')}"
