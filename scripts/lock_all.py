@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 
 from packaging.specifiers import SpecifierSet  # noqa: E402
-from packaging.version import Version  # noqa: E402
+from packaging.version import InvalidVersion, Version  # noqa: E402
 
 from gen_matrix.emit import set_engine_lock_smoke  # noqa: E402
 from imgbuild.adapters import uvlock  # noqa: E402
@@ -82,6 +82,13 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 def select_engines(matrix: Matrix, args: argparse.Namespace) -> list[str]:
     """The engines to lock, oldest first, that accept --python."""
     known = [e for e in matrix.engines if e.cuda]
+    try:
+        return _select(known, args)
+    except InvalidVersion as exc:
+        raise UsageError(f"--from/--to/--versions: {exc}", hint="give versions such as 0.5.9") from None
+
+
+def _select(known: list[Any], args: argparse.Namespace) -> list[str]:
     if args.versions:
         wanted = {str(Version(v.strip())) for v in args.versions.split(",") if v.strip()}
         missing = sorted(wanted - {e.version for e in known}, key=Version)
