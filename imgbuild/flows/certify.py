@@ -773,6 +773,11 @@ def _teardown(options: CertifyOptions, eng: engine.Engine, probe: GpuProbe, run:
     out: dict[str, Any] = {"container_removed": True, "gpu_memory_released": True, "detail": ""}
     # By label as well as by id: an interrupt between create and start leaves no id behind.
     ids = set(engine.containers_labelled(eng, engine.CERTIFY_LABEL, run.cert_id))
+    if run.started and not run.container_id and not ids:
+        # Interrupted during the create request: dockerd finishes the create after the client
+        # gave up on it (seen under scancel's SIGTERM: a container left in state Created).
+        time.sleep(1.0)
+        ids = set(engine.containers_labelled(eng, engine.CERTIFY_LABEL, run.cert_id))
     if run.container_id:
         ids.add(run.container_id)
         _, code = engine.container_state(eng, run.container_id)
