@@ -300,7 +300,7 @@ def _mutants(count: int, seed: int) -> list[tuple[str, str, str]]:
         for which, path in rng.sample(targets, rng.randint(1, 3)):
             value = rng.choice(HOSTILE_VALUES + [_DELETE])
             try:
-                _set(docs[which], path, value)
+                _set(docs[which], path, value if value is _DELETE else copy.deepcopy(value))
             except (KeyError, IndexError, TypeError):  # a path an earlier change of this case removed
                 continue
             changed.append(f"{which}.{'.'.join(map(str, path))}={'del' if value is _DELETE else type(value).__name__}")
@@ -328,3 +328,89 @@ def test_fuzzed_configs_and_indexes_are_planned_or_refused_never_a_crash(
     assert crashes == [], "\n".join(crashes[:10])
     assert codes.get(2, 0) > 50 and codes.get(0, 0) + codes.get(1, 0) > 100  # the mutants reach both sides
     assert time.monotonic() - started < 60
+
+
+# ---------------------------------------------------------------- time and memory, per case, in a process of its own
+# A parent of one child reads that child's peak RSS from RUSAGE_CHILDREN: the figure is the case's own.
+_MEASURE = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
+            "print(f'@rss_kib {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}', file=sys.stderr); "
+            "sys.exit(done.returncode)")
+
+
+def run_bounded(args: list[str], env: dict[str, str], *, max_s: float = 10, max_rss_mib: int = 500) -> tuple[int, str]:
+    """imgbuild ARGS in a process of its own, as a user runs it: (exit code, stderr without the
+    measurement), with its wall time under max_s and its peak RSS under max_rss_mib."""
+    import subprocess
+    import sys
+
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", _MEASURE, sys.executable, "-m", "imgbuild.cli", *args],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True, timeout=max_s + 5)
+    elapsed = time.monotonic() - started
+    *lines, measured = done.stderr.strip().splitlines()
+    rss_mib = int(measured.split()[1]) / 1024
+    assert elapsed < max_s and rss_mib < max_rss_mib, f"{args}: {elapsed:.1f} s, {rss_mib:.0f} MiB"
+    return done.returncode, "\n".join(lines)
+
+
+def test_big_and_explosive_inputs_stay_under_10_s_and_500_mib_each(tmp_path: Path) -> None:
+    """The issue's resource cases, each in a process of its own: a 3 GB weights file as MODEL, a
+    2 GB sparse config.json, a billion-laughs matrix (twice: the second run would read a cache),
+    10^9 layers, arrays nested 100,000 deep, and a Hub server sending 2 GB."""
+    import os
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), HF_HUB_OFFLINE="0")
+    env.pop("IMGBUILD_MATRIX", None)
+    weights = tmp_path / "model.safetensors"
+    with weights.open("wb") as fh:
+        fh.truncate(3 * 2**30)
+    sparse = tmp_path / "sparse"
+    sparse.mkdir()
+    with (sparse / "config.json").open("wb") as fh:
+        fh.truncate(2 * 2**30)
+    laughs = tmp_path / "lol.yaml"
+    laughs.write_text('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+        f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n" for p, c in zip("abcdefgh", "bcdefghi")))
+    layers = tmp_path / "layers"
+    layers.mkdir()
+    (layers / "config.json").write_text((Path(SEED) / "config.json").read_text().replace(
+        '"num_hidden_layers": 64', '"num_hidden_layers": 1000000000, "num_experts": 512'))
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    (deep / "config.json").write_text('{"a":' + "[" * 100_000 + "]" * 100_000 + "}")
+
+    class Endless(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            self.send_response(200)
+            self.end_headers()
+            try:
+                for _ in range(2048):
+                    self.wfile.write(b" " * 2**20)
+            except OSError:
+                pass
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Endless)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    hub_env = dict(env, HF_ENDPOINT=f"http://127.0.0.1:{server.server_address[1]}")
+    cases = [
+        (["check", str(weights), *TARGET, "--driver", "580.95.05"], env, 2, "larger than 16 MiB"),
+        (["inspect", str(sparse)], env, 2, "larger than 16 MiB"),
+        (["matrix", "validate", str(laughs)], env, 2, "aliases expand to more than"),
+        (["matrix", "validate", str(laughs)], env, 2, "aliases expand to more than"),
+        (["plan", str(layers), *TARGET], env, 2, "num_hidden_layers is 1000000000"),
+        (["inspect", str(deep)], env, 2, "nested too deeply"),
+        (["inspect", "Qwen/Qwen3.6-27B"], hub_env, 3, "larger than 16 MiB, the cap for this file"),
+    ]
+    try:
+        for args, case_env, expected, message in cases:
+            code, err = run_bounded(args, case_env)
+            assert code == expected and len(err.splitlines()) == 1 and message in err, (args, code, err)
+    finally:
+        server.shutdown()
+    cached = [p.name for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert [n for n in cached if "lol" in n or n.startswith(("config", "model"))] == []  # none of them was cached
