@@ -22,10 +22,10 @@ def diagnose(logfile: str, as_json: bool) -> None:
 
     try:
         with click.open_file(logfile, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
+            # line by line, split as str.splitlines does: a big log is never held twice
+            d = diagnose_log(part for raw in fh for part in raw.splitlines())
     except OSError as exc:
         raise UsageError(f"cannot read log {logfile}: {exc.strerror or exc}") from None
-    d = diagnose_log(text.splitlines())
     if as_json:
         emit_json(d.to_dict())
     else:

@@ -18,6 +18,11 @@ How a diagnosis is made:
 3. A log with a failure marker (a traceback, an exception line, the sigquit line)
    that matches nothing is "unknown"; a log with none is "none" (no failure seen).
 
+Linear in the log: a line is read further only when it holds a keyword that some regex here
+needs (``_is_hot``: the keys come from each regex's literal text), and no regex backtracks
+over a long line (a catalog regex's ``A.*B`` is searched as A, then B after it; every
+quantifier that could rescan a line from each of its positions is bounded or anchored).
+
 Log lines quoted below are from the SGLang 0.5.11 wheel (paths inside ``sglang/srt``)
 and from public issue threads (cited in tests/data/failure-logs/).
 """
@@ -25,6 +30,7 @@ and from public issue threads (cited in tests/data/failure-logs/).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -77,23 +83,165 @@ PLAN_ADVICE = (
 )
 
 
+# Words a line must contain (casefolded) for any regex of this module to match it. Each regex's
+# literal text (see _required_literals) contains one of them; a regex whose literal contains none
+# brings its own literal instead (_keys_of). Few, and rare in a healthy log: diagnose tests every
+# line for them and looks further only at the lines that have one.
+_KEYWORDS = (
+    "error", "exception", "exit", "interrupt", "fail", "traceback", "file", "memory", "nccl",
+    "killed", "driver", "symbol", "architecture", "available", "ninja", "nvcc", "repo", "device",
+    "capture", "load weight", "kv cache", "profiled", "compatib", "watchdog", "errno", "in use",
+    "addr", "bind port", "identifier", "path_or", "configuration", "huggingface", "ptxas",
+    "context_length", "common_ops", "shared object", "sigquit", "ready to roll", "amx", "variant",
+)
+
+
+def _fold(text: str) -> str:
+    """The text as a keyword test sees it: casefolded, and where re.IGNORECASE takes a non-ASCII
+    letter for an ASCII one (ı and İ for i; K and ſ casefold to k and s), that letter."""
+    folded = text.casefold()
+    return folded if folded.isascii() else folded.replace("ı", "i").replace("\u0307", "")
+
+
+def _group_end(pattern: str, i: int) -> int:
+    """The index after the group or character class that starts at pattern[i]."""
+    closing, depth = ("]", 0) if pattern[i] == "[" else (")", 1)
+    j = i + 1
+    if closing == "]":
+        j += 1 if pattern.startswith("^", j) else 0
+        j += 1  # a ']' first in a class is literal
+    while j < len(pattern):
+        c = pattern[j]
+        if c == "\\":
+            j += 2
+            continue
+        if closing == "]" and c == "]":
+            return j + 1
+        if closing == ")":
+            if c == "[":
+                j = _group_end(pattern, j)
+                continue
+            depth += {"(": 1, ")": -1}.get(c, 0)
+            if depth == 0:
+                return j + 1
+        j += 1
+    raise ValueError(f"triage pattern {pattern!r}: unbalanced at {i}")
+
+
+def _split_top(pattern: str, sep: str) -> list[str]:
+    """pattern cut at each `sep` ('|' or '.*', with a lazy '.*?' the same) outside groups and classes."""
+    parts, start, i = [], 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+        elif c in "[(":
+            i = _group_end(pattern, i)
+        elif pattern.startswith(sep, i):
+            parts.append(pattern[start:i])
+            i += len(sep) + (1 if sep == ".*" and pattern.startswith("?", i + len(sep)) else 0)
+            start = i
+        else:
+            i += 1
+    parts.append(pattern[start:])
+    return parts
+
+
+def _required_literals(alternative: str) -> list[str]:
+    """The runs of literal text (casefolded) that every match of one alternative of a regex
+    contains: what is outside groups and classes, and not made optional by ? * or {0,."""
+    runs, run, i = [], "", 0
+    while i < len(alternative):
+        c = alternative[i]
+        atom: str | None = None
+        if c == "\\":
+            atom = None if alternative[i + 1].isalnum() else alternative[i + 1]
+            i += 2
+        elif c in "[(":
+            i = _group_end(alternative, i)
+        elif c in ".^$":
+            i += 1
+        else:
+            atom, i = c, i + 1
+        quantifier = alternative[i] if i < len(alternative) else ""
+        if quantifier in ("?", "*") or alternative.startswith("{0", i):
+            atom = None  # optional: not required
+        if atom is None:
+            runs.append(run)
+            run = ""
+        else:
+            run += atom
+            if quantifier in ("+", "{"):
+                runs.append(run)  # repeated: what follows is not adjacent to it
+                run = ""
+        if quantifier in ("?", "*", "+"):
+            i += 2 if alternative.startswith("?", i + 1) else 1
+        elif quantifier == "{":
+            i = alternative.index("}", i) + 1
+            i += 1 if alternative.startswith("?", i) else 0
+    runs.append(run)
+    return [_fold(r) for r in runs if r]
+
+
+def _keys_of(pattern: str) -> tuple[str, ...]:
+    """One keyword per top-level alternative of pattern: a keyword inside one of its required
+    literals, or its longest literal itself. A match of the pattern contains one of them."""
+    keys = []
+    for alternative in _split_top(pattern, "|"):
+        literals = _required_literals(alternative)
+        if not literals:
+            raise ValueError(f"triage pattern {pattern!r}: an alternative has no literal text to pre-filter on")
+        keys.append(next((k for k in _KEYWORDS for lit in literals if k in lit), max(literals, key=len)))
+    return tuple(dict.fromkeys(keys))
+
+
+class _Rx:
+    """One catalog regex (case-insensitive), made cheap on any line: it is tried only on a line
+    holding the longest literal of one of its alternatives, and a top-level `.*` gap is searched
+    part after part (the part before, then the part after anywhere later), so the same lines
+    match as with `A.*B` but without a backtracking scan from every A. ``keys`` are what the
+    pre-filter looks for."""
+
+    __slots__ = ("source", "keys", "literals", "parts")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.keys = _keys_of(source)
+        self.literals = tuple(max(_required_literals(alt), key=len) for alt in _split_top(source, "|"))
+        pieces = [source] if len(_split_top(source, "|")) > 1 else _split_top(source, ".*")
+        self.parts = tuple(re.compile(p, re.IGNORECASE) for p in pieces)
+
+    def search(self, text: str, folded: str | None = None) -> bool:
+        folded = _fold(text) if folded is None else folded
+        if not any(lit in folded for lit in self.literals):
+            return False
+        pos = 0
+        for part in self.parts:
+            found = part.search(text, pos)
+            if found is None:
+                return False
+            pos = found.end()
+        return True
+
+
 @dataclass(frozen=True)
 class Signature:
     """One known failure: what to look for, what it means, and what to do."""
 
     failure_class: str
-    patterns: tuple[re.Pattern[str], ...]
+    patterns: tuple[_Rx, ...]
     summary: str
     advice: tuple[str, ...]
     fatal: bool = True  # when the line appears, the launch will not recover
     source: str = ""  # the SGLang file (or thread) the line comes from
 
-    def matches(self, line: str) -> bool:
-        return any(p.search(line) for p in self.patterns)
+    def matches(self, line: str, folded: str | None = None) -> bool:
+        folded = _fold(line) if folded is None else folded
+        return any(p.search(line, folded) for p in self.patterns)
 
 
-def _re(*patterns: str) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
+def _re(*patterns: str) -> tuple[_Rx, ...]:
+    return tuple(_Rx(p) for p in patterns)
 
 
 # Order matters where one line could match two signatures: the first wins.
@@ -244,7 +392,8 @@ CATALOG: tuple[Signature, ...] = (
             r"EADDRINUSE",
             # utils/network.py wait_port_available: "{port_name} at {port} is not available in {timeout} seconds"
             r"port at \d+ is not available|\bat \d+ is not available in \d+ seconds",
-            r"[Pp]ort \d+ is (?:not available|already in use)",
+            r"port \d+ is not available",
+            r"port \d+ is already in use",
             r"Could not bind port \d+",  # utils/network.py (0.5.x)
         ),
         "A port SGLang needs is already bound by another process.",
@@ -355,8 +504,8 @@ _NO_GPU = Signature(
         # "(CUDA, XPU, HPU)" 0.4.4-0.5.6, "+ NPU" 0.5.6.post1, "+ MUSA" 0.5.9, "+ MPS" 0.5.10,
         # "... or platform plugin is available." from 0.5.13; the "Warning: ... - Falling back
         # to CPU" form of 0.5.3 is not the failure
-        r"No accelerator \([^)]*\)(?: or platform plugin)? is available(?!\.? - Falling back)",
-        r"No supported accelerator \([^)]*\) available",
+        r"No accelerator \([^)]{0,200}\)(?: or platform plugin)? is available(?!\.? - Falling back)",
+        r"No supported accelerator \([^)]{0,200}\) available",
         r"No CUDA GPUs are available",
         r"Found no NVIDIA driver on your system",
         r"libcuda\.so(\.1)?: cannot open shared object file",
@@ -435,7 +584,8 @@ _SIGQUIT = re.compile(r"Received sigquit from a child proces")  # "proces" in 0.
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 # "[2026-05-01 10:00:00 TP0] " and "2025-07-02 16:41:31 | ERROR | stderr | " style prefixes
 _PREFIX = re.compile(
-    r"^\s*(?:\[[^\]]*\d{2}:\d{2}:\d{2}[^\]]*\]\s*"  # [2026-05-01 10:00:00 TP0]
+    # the lookahead bounds the bracket, so a long line without ']' is not scanned once per time in it
+    r"^\s*(?:\[(?=[^\]]{0,200}\])[^\]]*\d{2}:\d{2}:\d{2}[^\]]*\]\s*"  # [2026-05-01 10:00:00 TP0]
     r"|\d{4}-\d{2}-\d{2}[ T][\d:,.]+Z?\s*(?:\|[^|]*\|\s*)*"  # 2025-07-02 16:41:31 | ERROR | x |, docker --timestamps
     r"|\d{4}-\d{2}-\d{2} [\d:,.]+ - [\w.]+ - [A-Z]+ - "  # logging's default: "time - name - LEVEL - "
     r"|\(\w+ pid=\d+(?:, ip=[\w.-]+)?\)\s*"  # Ray workers: "(WorkerDict pid=616, ip=...)"
@@ -447,10 +597,11 @@ _PREFIX = re.compile(
     r"|[A-Z]+ \d{4}-\d{2}-\d{2}T[\d:.]+Z\s+"  # cloud log viewers: "ERROR 2025-04-07T19:13:52.318Z "
     r"|\w{3} \w{3} +\d+ [\d:]+ \d{4}\[\d+,\d+\]<std(?:out|err)>:)"  # mpirun --tag-output
 )
-# Ray's de-duplication note at the end of a line
-_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+# Ray's de-duplication note at the end of a line; (?<!\s): a run of spaces is tried from its start only
+_RAY_REPEATED = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]\s*$")
 # colour codes, also as pasted without their ESC byte ("[36m(WorkerDict pid=1)[0m") or as ^[
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|(?:\^\[)?\[(?:\d{1,3};)*\d{1,3}m")
+# (three branches, each with its first character, so re skips the text that cannot start one)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\^\[\[(?:\d{1,3};)*\d{1,3}m|\[(?:\d{1,3};)*\d{1,3}m")
 _EXCEPTION = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::\s.*|:?$)"
 )
@@ -470,10 +621,64 @@ _M_CAPTURE_BEGIN = re.compile(r"Capture (cuda|draft cuda|piecewise CUDA) graph b
 _M_CAPTURE_END = re.compile(r"Capture cuda graph end")
 
 
+# Every keyword some regex of diagnose needs: the catalog's, the markers' above (_EXCEPTION's
+# words sit in a group, so they are named), and the CPU-launch hints'. A keyword holding
+# another is dropped: the shorter one finds its lines too.
+_CPU_HINTS = re.compile(
+    r"--device[ =]cpu|device='cpu'|Intel AMX|Expected variant: CPU|Auto-configed device: cpu"
+)
+_ALL_KEYS = [k for sig in CATALOG for rx in sig.patterns for k in rx.keys] + [
+    k for rx in (_SIGQUIT, _TRACEBACK, _FRAME, _HIT_EXCEPTION, _CPP_EXCEPTION, _IMPORT_IGNORED, _READY,
+                 _M_LOAD_BEGIN, _M_LOAD_END, _M_POOL, _M_CAPTURE_BEGIN, _M_CAPTURE_END, _CPU_HINTS)
+    for k in _keys_of(rx.pattern)] + ["error", "exception", "exit", "interrupt", "fail"]
+_HOT_KEYS = tuple(k for k in dict.fromkeys(_ALL_KEYS) if not any(o != k and o in k for o in _ALL_KEYS))
+
+
+# Letters from the rarest in a log to the commonest. Each key is filed under its rarest letter:
+# a one-letter `in` is a memchr, so a line without 'x' costs nothing for the keys holding one.
+_RARITY = "qjxzkvwyg\"[(_bhfpmucdlsanotier"
+
+
+def _rarity(ch: str) -> int:
+    return _RARITY.index(ch) if ch in _RARITY else len(_RARITY)
+
+
+def _gated(keys: Iterable[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The keys grouped under their rarest letter, the rarest group first."""
+    gates: dict[str, list[str]] = {}
+    for key in keys:
+        gates.setdefault(min(key, key=_rarity), []).append(key)
+    return tuple((gate, tuple(gates[gate])) for gate in sorted(gates, key=_rarity))
+
+
+_GATED = _gated(_HOT_KEYS)
+
+
+def _holds_key(folded: str) -> bool:
+    for gate, keys in _GATED:
+        if gate in folded:
+            for key in keys:
+                if key in folded:
+                    return True
+    return False
+
+
+def _is_hot(line: str) -> bool:
+    """Whether the line holds one of _HOT_KEYS: a line without any matches no regex of
+    diagnose, and is never looked at again. (`in` tests, each a C scan of the line, are faster
+    here than one regex alternation of the keys, which re tries key by key at every position.)"""
+    if _holds_key(_fold(line)):
+        return True
+    # a colour code inside a word hides it until strip_prefix removes the code
+    return "[" in line and _ANSI.search(line) is not None and _holds_key(_fold(_ANSI.sub("", line)))
+
+
 def strip_prefix(line: str) -> str:
     """The message without its prefixes: SGLang's '[time TPn] ', a logger's 'time | LEVEL |
     name | ', docker's timestamps, compose's 'service-1  | ', torch's '[rank0]: '."""
-    text = _RAY_REPEATED.sub("", _ANSI.sub("", line.rstrip("\r\n")))
+    text = line.rstrip("\r\n")
+    text = _ANSI.sub("", text) if "[" in text else text
+    text = _RAY_REPEATED.sub("", text) if "[repeated " in text else text
     for _ in range(4):
         stripped = _PREFIX.sub("", text, count=1)
         if stripped == text:
@@ -541,12 +746,13 @@ class _Traceback:
 
 
 def _match(text: str) -> Signature | None:
-    if _IMPORT_IGNORED.search(text):
+    if "Ignore import error" in text and _IMPORT_IGNORED.search(text):
         # SGLang imports every model module and logs the failures it ignores; such a
         # line explains a failure only together with one (see _refine_architecture).
         return None
+    folded = _fold(text)
     for sig in CATALOG:
-        if sig is not _KILLED and sig.matches(text):
+        if sig is not _KILLED and sig.matches(text, folded):
             return sig
     return None
 
@@ -554,7 +760,7 @@ def _match(text: str) -> Signature | None:
 _FLAGS_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == FLAGS_REFUSED)
 
 
-def _classify(msgs: list[str], tb: _Traceback) -> Signature | None:
+def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
     """A traceback's exception by the catalog; an unmatched one raised from server_args.py
     is SGLang refusing the flags (its checks are asserts and ValueErrors there)."""
     assert tb.exception is not None
@@ -571,56 +777,61 @@ def _classify(msgs: list[str], tb: _Traceback) -> Signature | None:
 
 
 _UNSUPPORTED_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == UNSUPPORTED_ARCHITECTURE)
+# a frame running a module's top level; \b: a long word is tried from its first letter only
+_MODULE_LINE = re.compile(r'\b(\w+)\.py", line \d+, in <module>')
 # installed packages, and sglang run from a source checkout (/sgl-workspace/sglang/python/sglang/...)
-_MODULE_FRAME = re.compile(r'(?:(?:site|dist)-packages|/python)/([A-Za-z_]\w*)/[^"]*?(\w+)\.py", line \d+, in <module>')
+_PACKAGE_DIR = re.compile(r"(?:(?:site|dist)-packages|/python)/[A-Za-z_]\w*/")
 
 
 def _is_import_chain(frames: Iterable[str]) -> bool:
     """An exception raised while an installed package was being imported: an `in <module>`
     frame of a site-packages module other than the entry point (launch_server.py runs as
     __main__ and calls everything from its module level)."""
-    return any((m := _MODULE_FRAME.search(f)) and m.group(2) not in ("launch_server", "__main__")
-               for f in frames)
+    for frame in frames:
+        m = _MODULE_LINE.search(frame) if '.py", line ' in frame and "<module>" in frame else None
+        if m is None or m.group(1) in ("launch_server", "__main__"):
+            continue
+        path = frame[:m.start()]
+        if _PACKAGE_DIR.search(path[path.rfind('"') + 1:]):  # the package directory in the same path
+            return True
+    return False
 
 
 def _jit_signature(text: str) -> Signature | None:
     return next((s for s in CATALOG if s.failure_class == JIT_BUILD_FAILED and s.matches(text)), None)
 
 
-def _tracebacks(msgs: list[str]) -> list[_Traceback]:
-    """Every traceback in the log with its exception line (the first after its frames)."""
+def _tracebacks(msgs: _Messages, hot: list[int]) -> list[_Traceback]:
+    """Every traceback in the log with its exception line (the first after its frames). Only
+    the hot lines are read: a header, a frame or an exception line is always one."""
     found: list[_Traceback] = []
-    i = 0
-    n = len(msgs)
-    while i < n:
+    p, n = 0, len(hot)
+    while p < n:
+        i = hot[p]
         # an excerpt may start in the middle of a traceback: its first frame starts one
         headerless = not _TRACEBACK.search(msgs[i])
         if headerless and not _FRAME.match(msgs[i]):
-            i += 1
+            p += 1
             continue
-        start = i
         frames: list[str] = []
-        j = i if headerless else i + 1
+        q = p if headerless else p + 1
         exc: int | None = None
-        while j < n:
-            m = msgs[j]
+        while q < n:
+            m = msgs[hot[q]]
             if _FRAME.match(m):
                 frames.append(m.strip())
             elif _TRACEBACK.search(m):
                 break  # a new traceback before this one's exception: cut off
-            elif _EXCEPTION.match(m.strip()) and not m.startswith((" ", "\t")):
-                exc = j
+            elif _EXCEPTION.match(m.strip()) and (not m.startswith((" ", "\t")) or not frames):
+                exc = hot[q]
                 break
-            elif _EXCEPTION.match(m.strip()) and not frames:
-                exc = j
-                break
-            j += 1
-        found.append(_Traceback(start, exc, tuple(frames)))
-        i = (exc + 1) if exc is not None else j if j > i else i + 1
+            q += 1
+        found.append(_Traceback(i, exc, tuple(frames)))
+        p = q + 1 if exc is not None else q if q > p else p + 1
     return found
 
 
-def _exception_text(msgs: list[str], index: int) -> str:
+def _exception_text(msgs: _Messages, index: int) -> str:
     """The exception line plus its continuation lines (driver messages span several)."""
     parts = [msgs[index].strip()]
     k = index + 1
@@ -637,8 +848,8 @@ def _exception_text(msgs: list[str], index: int) -> str:
     return " ".join(parts)
 
 
-def _oom_phase(msgs: list[str], index: int, frames: Iterable[str]) -> str | None:
-    text = msgs[index]
+def _oom_phase(log: _Log, index: int, frames: Iterable[str]) -> str | None:
+    text = log.msgs[index]
     if re.search(r"Capture (cuda|draft cuda|piecewise CUDA) graph failed", text, re.I):
         return PHASE_CAPTURE
     frame_text = " ".join(frames)
@@ -650,7 +861,7 @@ def _oom_phase(msgs: list[str], index: int, frames: Iterable[str]) -> str | None
         return PHASE_RUNTIME
     # No telling frames: the last start-up milestone before the OOM says where it was.
     phase: str | None = None
-    for m in msgs[:index]:
+    for m in (log.msgs[k] for k in log.hot_in(0, index)):
         if _READY.search(m):
             phase = PHASE_RUNTIME
         elif _M_CAPTURE_END.search(m):
@@ -662,26 +873,66 @@ def _oom_phase(msgs: list[str], index: int, frames: Iterable[str]) -> str | None
     return phase
 
 
+class _Messages:
+    """Each line's message (strip_prefix), made when first asked for: most lines of a long
+    log are never looked at."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self._lines = lines
+        self._made: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def __getitem__(self, index: int) -> str:
+        msg = self._made.get(index)
+        if msg is None:
+            msg = self._made[index] = strip_prefix(self._lines[index])
+        return msg
+
+
 @dataclass(frozen=True)
 class _Log:
-    """A log read once for diagnosis: its lines, their messages without the log prefix,
-    the messages that are scanned for a failure, and its tracebacks."""
+    """A log read once for diagnosis: its lines, their messages without the log prefix, the
+    hot lines (those holding a keyword: no other line can match a regex here), and its
+    tracebacks."""
 
     lines: list[str]
-    msgs: list[str]
-    # msgs with everything up to "ready to roll" blanked: what came before that line did
-    # not stop the server (warnings, handled tracebacks, ignored imports).
-    scan: list[str]
+    msgs: _Messages
+    hot: list[int]
+    # what came before "ready to roll" did not stop the server (warnings, handled
+    # tracebacks, ignored imports): the scan for a failure starts after it
+    ready_at: int | None
     tracebacks: list[_Traceback]
-    ready: bool
+    matched: dict[int, Signature | None] = field(default_factory=dict)
+
+    @property
+    def ready(self) -> bool:
+        return self.ready_at is not None
+
+    def hot_in(self, lo: int, hi: int, *, scan: bool = False) -> list[int]:
+        """The hot lines in [lo, hi); with scan, only those after the ready line."""
+        if scan and self.ready_at is not None:
+            lo = max(lo, self.ready_at + 1)
+        return self.hot[bisect_left(self.hot, lo):bisect_left(self.hot, hi)]
+
+    def scanned(self) -> list[int]:
+        return self.hot_in(0, len(self.lines), scan=True)
+
+    def match(self, index: int) -> Signature | None:
+        if index not in self.matched:
+            self.matched[index] = _match(self.msgs[index])
+        return self.matched[index]
 
 
 def _read_log(lines: Iterable[str]) -> _Log:
     kept = [ln.rstrip("\r\n") for ln in lines]
-    msgs = [strip_prefix(ln) for ln in kept]
-    ready_at = next((i for i, m in enumerate(msgs) if _READY.search(m)), None)
-    scan = msgs if ready_at is None else [""] * (ready_at + 1) + msgs[ready_at + 1:]
-    return _Log(lines=kept, msgs=msgs, scan=scan, tracebacks=_tracebacks(scan), ready=ready_at is not None)
+    hot = [i for i, ln in enumerate(kept) if _is_hot(ln)]
+    msgs = _Messages(kept)
+    ready_at = next((i for i in hot if _READY.search(msgs[i])), None)
+    log = _Log(lines=kept, msgs=msgs, hot=hot, ready_at=ready_at, tracebacks=[])
+    log.tracebacks.extend(_tracebacks(msgs, log.scanned()))
+    return log
 
 
 def _diagnose_at(
@@ -695,18 +946,18 @@ def _diagnose_at(
     advice = sig.advice
     summary = sig.summary
     if sig.failure_class == CUDA_OOM:
-        phase = _oom_phase(msgs, index, frames)
+        phase = _oom_phase(log, index, frames)
         advice = _OOM_ADVICE[phase]
         where = {PHASE_LOAD: "while loading", PHASE_CAPTURE: "during CUDA-graph capture",
                  PHASE_RUNTIME: "while serving", None: "at a point the log does not show"}[phase]
         summary = f"A CUDA allocation failed {where}: the GPU ran out of memory."
     elif sig.failure_class == NOT_ENOUGH_MEMORY:
-        load_end = _last_before(msgs, index, _M_LOAD_END)
+        load_end = _last_before(log, index, _M_LOAD_END)
         if load_end is not None:
             evidence_idx = sorted({load_end, *evidence_idx})
     elif sig.failure_class == IMPORT_FAILED:
         return _diagnose_import(log, index, frames, cause, via=via, evidence_idx=evidence_idx)
-    elif sig.failure_class == NO_GPU_VISIBLE and _cpu_launch(msgs):
+    elif sig.failure_class == NO_GPU_VISIBLE and _cpu_launch(log):
         advice = (CPU_ADVICE,)
     return Diagnosis(
         failure_class=sig.failure_class,
@@ -727,27 +978,30 @@ CPU_ADVICE = (
     "build of sgl-kernel loads libcuda.so.1 and fails on a host without an NVIDIA driver. "
     "Starting the container with --gpus does not help a host without GPUs."
 )
-_CPU_HINTS = re.compile(
-    r"--device[ =]cpu|device='cpu'|Intel AMX|Expected variant: CPU|Auto-configed device: cpu"
-)
 _PACKAGE_PATH = re.compile(r"(?:site|dist)-packages/([A-Za-z_]\w*)(?:/|\.py)")
-_DIST_INFO = re.compile(r"\b([A-Za-z][\w.]*?)-(\d+(?:\.\d+)+[\w.+]*?)\.dist-info")
-_PIN = re.compile(r"\b([A-Za-z][\w-]*)(?:==|: )v?(\d+\.\d+(?:\.\d+)?[\w.+]*)\b")
+# bounded: a name or version is short, and a long dotted or dashed run is not tried from each
+# of its words to its end
+_DIST_INFO = re.compile(r"\b([A-Za-z][\w.]{0,99}?)-(\d{1,9}(?:\.\d{1,9}){1,9}[\w.+]{0,40}?)\.dist-info")
+_PIN = re.compile(r"\b([A-Za-z][\w-]{0,99})(?:==|: )v?(\d{1,9}\.\d{1,9}(?:\.\d{1,9})?[\w.+]{0,40})\b")
+_PIN_HINT = re.compile(r"==|: v?\d|\.dist-info")
 
 
-def _cpu_launch(msgs: list[str]) -> bool:
-    return any(_CPU_HINTS.search(m) for m in msgs)
+def _cpu_launch(log: _Log) -> bool:
+    return any(_CPU_HINTS.search(log.msgs[i]) for i in log.hot)
 
 
 def _dist_name(module: str) -> str:
     return module.replace("_", "-").lower()
 
 
-def _package_versions(msgs: list[str]) -> dict[str, str]:
+def _package_versions(log: _Log) -> dict[str, str]:
     """Versions the log states: dist-info directories in paths, `pkg==1.2` pins and
     check_env's `pkg: 1.2` lines; keyed by distribution name."""
     found: dict[str, str] = {}
-    for m in msgs:
+    for i, line in enumerate(log.lines):
+        if not _PIN_HINT.search(_ANSI.sub("", line) if "[" in line else line):
+            continue
+        m = log.msgs[i]
         for name, version in _DIST_INFO.findall(m) + _PIN.findall(m):
             found.setdefault(_dist_name(name), version)
     return found
@@ -760,17 +1014,17 @@ def _diagnose_import(
     (from their site-packages paths) with the versions the log gives, and the one that raised."""
     msgs = log.msgs
     modules = list(dict.fromkeys(m.group(1) for f in frames for m in [_PACKAGE_PATH.search(f)] if m))
-    block = msgs[index:index + 40]
+    block = [msgs[k] for k in range(index, min(index + 40, len(msgs)))]
     for m in block:
         if (hit := _PACKAGE_PATH.search(m)) and hit.group(1) not in modules:
             modules.append(hit.group(1))
-    versions = _package_versions(msgs)
+    versions = _package_versions(log)
     packages = tuple(f"{_dist_name(mod)} {versions[_dist_name(mod)]}" if _dist_name(mod) in versions
                      else _dist_name(mod) for mod in modules)
     raised_in = _dist_name(modules[-1]) if modules else None
     no_driver = any("libcuda.so" in m for m in block)
     advice: tuple[str, ...]
-    if no_driver and _cpu_launch(msgs):
+    if no_driver and _cpu_launch(log):
         advice = (CPU_ADVICE,)
     elif no_driver:
         advice = ("sgl-kernel's CUDA build needs libcuda.so.1: start the container with the GPUs "
@@ -798,11 +1052,8 @@ def _diagnose_import(
     )
 
 
-def _last_before(msgs: list[str], index: int, pattern: re.Pattern[str]) -> int | None:
-    for k in range(index - 1, -1, -1):
-        if pattern.search(msgs[k]):
-            return k
-    return None
+def _last_before(log: _Log, index: int, pattern: re.Pattern[str]) -> int | None:
+    return next((k for k in reversed(log.hot_in(0, index)) if pattern.search(log.msgs[k])), None)
 
 
 def _refine_architecture(log: _Log, diag: Diagnosis, upto: int) -> Diagnosis:
@@ -811,7 +1062,7 @@ def _refine_architecture(log: _Log, diag: Diagnosis, upto: int) -> Diagnosis:
     if diag.failure_class != UNSUPPORTED_ARCHITECTURE:
         return diag
     lines, msgs = log.lines, log.msgs
-    for k in range(upto):
+    for k in log.hot_in(0, upto):
         m = _IMPORT_IGNORED.search(msgs[k])
         if not m:
             continue
@@ -849,7 +1100,7 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
     whose exception matches a signature, a line matching one, a failure marker no
     signature matches, a lone "Killed"."""
     log = _read_log(lines)
-    sigquit = next((i for i, m in enumerate(log.scan) if _SIGQUIT.search(m)), None)
+    sigquit = next((i for i in log.scanned() if _SIGQUIT.search(log.msgs[i])), None)
     if sigquit is not None:
         return _diagnose_child_failure(log, sigquit)
     for step in (_diagnose_first_traceback, _diagnose_first_signature_line, _diagnose_unmatched_failure,
@@ -884,11 +1135,11 @@ def _diagnose_child_failure(log: _Log, sigquit: int) -> Diagnosis:
             ready=log.ready,
         )
     # No complete traceback above it: a signature line above still explains it.
-    hit = _first_signature(log.scan, 0, sigquit)
+    hit = _first_signature(log, 0, sigquit)
     if hit is not None:
         i, sig = hit
         return _refine_architecture(log, _diagnose_at(log, i, sig, (), via=CHILD_FAILED, extra_evidence=extra), i)
-    inferred = _infer_from_milestones(lines, msgs, sigquit, ready=log.ready, via=CHILD_FAILED)
+    inferred = _infer_from_milestones(log, sigquit, via=CHILD_FAILED)
     if inferred is not None:
         return inferred
     return Diagnosis(
@@ -917,7 +1168,7 @@ def _diagnose_first_traceback(log: _Log) -> Diagnosis | None:
 def _diagnose_first_signature_line(log: _Log) -> Diagnosis | None:
     """The first line anywhere matching a signature; a fatal one beats a warning."""
     end = len(log.msgs)
-    hit = _first_signature(log.scan, 0, end, fatal_only=True) or _first_signature(log.scan, 0, end)
+    hit = _first_signature(log, 0, end, fatal_only=True) or _first_signature(log, 0, end)
     if hit is None:
         return None
     i, sig = hit
@@ -928,16 +1179,16 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
     """A failure marker (a traceback, 'Hit an exception') with no signature."""
     lines, msgs = log.lines, log.msgs
     # a line that states a failure ("XError: message", unindented) counts without a traceback
-    marker = next((i for i, m in enumerate(log.scan)
-                   if _HIT_EXCEPTION.search(m) or _TRACEBACK.search(m) or _EXCEPTION.match(m)
-                   or _CPP_EXCEPTION.match(m)), None)
+    marker = next((i for i in log.scanned() if (m := msgs[i]) and (
+        (" hit an exception" in m and _HIT_EXCEPTION.search(m)) or _TRACEBACK.search(m) or _EXCEPTION.match(m)
+        or _CPP_EXCEPTION.match(m))), None)
     starts = [tb.start for tb in log.tracebacks]
     if starts and (marker is None or starts[0] < marker):
         marker = starts[0]
     if marker is None:
         return None
-    for k in range(marker):
-        if _IMPORT_IGNORED.search(log.scan[k]) and (sig := _jit_signature(msgs[k])) is not None:
+    for k in log.hot_in(0, marker, scan=True):
+        if _IMPORT_IGNORED.search(msgs[k]) and (sig := _jit_signature(msgs[k])) is not None:
             return Diagnosis(
                 failure_class=JIT_BUILD_FAILED,
                 cause=msgs[k].strip(),
@@ -962,7 +1213,7 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
             confidence="inferred",
             ready=log.ready,
         )
-    inferred = _infer_from_milestones(lines, msgs, marker, ready=log.ready, via=None)
+    inferred = _infer_from_milestones(log, marker, via=None)
     if inferred is not None:
         return inferred
     exc = next((tb.exception for tb in log.tracebacks if tb.exception is not None), None)
@@ -981,20 +1232,21 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
 def _diagnose_killed(log: _Log) -> Diagnosis | None:
     """"Killed" alone explains a log only when nothing else does: SGLang's own teardown
     after a failure also ends in a SIGKILL (utils kill_process_tree)."""
-    killed = next((i for i, m in enumerate(log.scan) if _KILLED.matches(m)), None)
+    killed = next((i for i in log.scanned() if _KILLED.matches(log.msgs[i])), None)
     if killed is None:
         return None
     return _diagnose_at(log, killed, _KILLED, (), via=None)
 
 
 def _first_signature(
-    msgs: list[str], lo: int, hi: int, *, fatal_only: bool = False
+    log: _Log, lo: int, hi: int, *, fatal_only: bool = False
 ) -> tuple[int, Signature] | None:
-    """The first matching line in msgs[lo:hi], preferring exception lines ('XError: ...')
-    over log lines, and log lines over indented source lines quoted in a traceback."""
+    """The first matching line in [lo, hi) after the ready line, preferring exception lines
+    ('XError: ...') over log lines, and log lines over indented source lines quoted in a traceback."""
+    msgs = log.msgs
     exc_hit = log_hit = code_hit = None
-    for i in range(lo, hi):
-        sig = _match(msgs[i])
+    for i in log.hot_in(lo, hi, scan=True):
+        sig = log.match(i)
         if sig is None or (fatal_only and not sig.fatal):
             continue
         if _EXCEPTION.match(msgs[i]):
@@ -1017,16 +1269,15 @@ def _frames_above(tbs: list[_Traceback], index: int) -> tuple[str, ...]:
 _AVAIL = re.compile(r"avail mem=([\d.]+) GB")
 
 
-def _infer_from_milestones(
-    lines: list[str], msgs: list[str], failure_at: int, *, ready: bool, via: str | None
-) -> Diagnosis | None:
+def _infer_from_milestones(log: _Log, failure_at: int, *, via: str | None) -> Diagnosis | None:
     """A failure whose traceback was not captured, right after 'Load weight end' and
     before the KV cache was allocated: that step is the pool sizing, where SGLang raises
     'Not enough memory' (sglang issue 4895). Marked as inferred, never as matched."""
-    load_end = _last_before(msgs, failure_at, _M_LOAD_END)
+    lines, msgs = log.lines, log.msgs
+    load_end = _last_before(log, failure_at, _M_LOAD_END)
     if load_end is None:
         return None
-    if any(_M_POOL.search(m) or _M_CAPTURE_BEGIN.search(m) for m in msgs[load_end:failure_at]):
+    if any(_M_POOL.search(msgs[k]) or _M_CAPTURE_BEGIN.search(msgs[k]) for k in log.hot_in(load_end, failure_at)):
         return None
     avail = _AVAIL.search(msgs[load_end])
     avail_text = f" (avail mem={avail.group(1)} GB after the weights)" if avail else ""
@@ -1042,7 +1293,7 @@ def _infer_from_milestones(
         via=via,
         line_number=failure_at + 1,
         confidence="inferred",
-        ready=ready,
+        ready=log.ready,
     )
 
 
@@ -1058,7 +1309,7 @@ class LogWatcher:
     def feed(self, line: str) -> Diagnosis | None:
         line = line.rstrip("\r\n")
         self.lines.append(line)
-        if self.verdict is not None:
+        if self.verdict is not None or not _is_hot(line):
             return None
         msg = strip_prefix(line)
         if _READY.search(msg):
