@@ -414,3 +414,37 @@ def test_big_and_explosive_inputs_stay_under_10_s_and_500_mib_each(tmp_path: Pat
         server.shutdown()
     cached = [p.name for p in (tmp_path / "cache").rglob("*") if p.is_file()]
     assert [n for n in cached if "lol" in n or n.startswith(("config", "model"))] == []  # none of them was cached
+
+
+def test_build_records_and_locks_written_at_once_never_share_a_temporary_file(tmp_path: Path) -> None:
+    import stat
+
+    from imgbuild.adapters.uvlock import _write_lock
+    from imgbuild.flows.build import write_record
+
+    class Record:
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def to_dict(self) -> dict[str, Any]:
+            return {"n": self.n, "pad": "x" * 100_000}
+
+    errors: list[BaseException] = []
+
+    def write(n: int) -> None:
+        try:
+            for _ in range(20):
+                write_record(Record(n), tmp_path / "tag.json")  # type: ignore[arg-type]
+                _write_lock(tmp_path / "lock.txt", f"{n}\n" * 10_000)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assert
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lock.txt", "tag.json"]
+    _write_lock(Path("/dev/null"), "a lock\n")  # -o /dev/null: written to, never replaced
+    assert stat.S_ISCHR(Path("/dev/null").stat().st_mode)

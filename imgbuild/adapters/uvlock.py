@@ -199,10 +199,7 @@ def lock_requirements(options: LockOptions) -> LockResult:
         _run_uv([*uv, "pip", "compile", req.name, *flags, *extra, "--output-file", out.name], cwd=tmp, env=env, options=options)
         body = out.read_text(encoding="utf-8")
     text = "\n".join(_header(options, flags, version)) + "\n" + body
-    options.out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp_path = options.out_path.with_name(options.out_path.name + ".tmp")
-    tmp_path.write_text(text, encoding="utf-8")
-    os.replace(tmp_path, options.out_path)
+    _write_lock(options.out_path, text)
     packages = sum(1 for line in body.splitlines() if line and not line[0].isspace() and not line.startswith("#"))
     return LockResult(
         path=options.out_path,
@@ -211,6 +208,28 @@ def lock_requirements(options: LockOptions) -> LockResult:
         uv_version=version,
         as_of=options.as_of.exclude_newer if options.as_of else None,
     )
+
+
+def _write_lock(path: Path, text: str) -> None:
+    """Through a temporary name of this call's own in the same folder, then os.replace (two
+    locks written at once never share one); a device or pipe (-o /dev/stdout) is written, never replaced."""
+    try:
+        if path.exists() and not path.is_file():
+            path.write_text(text, encoding="utf-8")
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:50]}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.chmod(tmp, 0o644)  # a lock is committed and read by builds: mkstemp's 0600 is not its mode
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise UsageError(f"cannot write the lock to {path}: {exc.strerror or exc}",
+                         hint="give -o a file in a folder you can write to") from None
 
 
 def _run_uv(argv: list[str], *, cwd: str, env: dict[str, str], options: LockOptions) -> subprocess.CompletedProcess[str]:

@@ -156,9 +156,18 @@ def refresh_base_digests(matrix: Matrix, *, client: Any, progress: Callable[[str
         digest, platforms = fetch_digests(client, base.image, base.tag)
         changes.append(BaseChange(base.name, base.digest, digest, platforms))
         text = recipe.update_base_digests(text, base.name, digest, platforms)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    import tempfile
+
+    # a temporary name of this call's own in the matrix's folder, then os.replace
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:50]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(tmp, path.stat().st_mode & 0o777)  # the matrix keeps its mode
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return changes
 
 
