@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -238,3 +240,16 @@ def make_certifier(site: dict[str, Any], *, run_on: str, state_root: Path, matri
         environment=exported)
     return flow.SlurmCertifier(opts, matrix=matrix, store=CertStore(Path(store_dir) if store_dir else None),
                                progress=progress)
+
+
+def uninterrupted(cancel: Callable[[], None]) -> Callable[[], None]:
+    """``cancel`` with Ctrl-C and SIGTERM ignored while it runs: a second one must not cut the
+    cancelling short and leave jobs running (it ends within the certifier's cancel_wait_s)."""
+    def run() -> None:
+        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            cancel()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    return run

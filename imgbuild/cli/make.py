@@ -11,7 +11,7 @@ import click
 from imgbuild.cli import options
 from imgbuild.cli.app import cli, emit_json, load_matrix, progress
 from imgbuild.cli.certify import sigterm_as_interrupt
-from imgbuild.cli.fleet import make_certifier, site_options
+from imgbuild.cli.fleet import make_certifier, site_options, uninterrupted
 from imgbuild.cli.publish import registry_client
 from imgbuild.cli.target import make_model_target
 from imgbuild.errors import UsageError
@@ -128,7 +128,7 @@ def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bo
     try:
         make_opts = make_mod.MakeOptions(targets=targets, until=until, force=force, workers=workers,
                                          certify_all_at_once=certifier is not None,
-                                         on_interrupt=certifier.interrupt if certifier else None)
+                                         on_interrupt=uninterrupted(certifier.interrupt) if certifier else None)
         with sigterm_as_interrupt():
             summary = make_mod.run_make(make_opts, steps=steps, state=state, progress=progress)
     finally:

@@ -485,7 +485,7 @@ class _RealSteps:
     @staticmethod
     def _certified(cert: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         failure, job = cert.get("failure") or {}, cert.get("slurm")
-        where = f" job {job.get('job_id')} on {job.get('node')}" if job else ""
+        where = (f" job {job.get('job_id')}" + (f" on {job['node']}" if job.get("node") else "")) if job else ""
         if cert.get("verdict") == "fail":
             raise NegativeVerdict(f"certificate {cert['id']}{where}: fail at {failure.get('stage')}: "
                                   f"{failure.get('reason')}")
