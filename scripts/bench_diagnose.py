@@ -10,7 +10,7 @@ regex quadratic: one long word, dotted and dashed names, a path, repeated signat
 Each case runs `imgbuild diagnose --json FILE` in a fresh interpreter (the user's path,
 reading the file included); the peak RSS is that process's ru_maxrss.
 
-Usage: .venv/bin/python scripts/bench_diagnose.py [--sizes 1,20,200] [--line-kb 200] [--root DIR]
+Usage: .venv/bin/python scripts/bench_diagnose.py [--sizes 1,20,200] [--line-kb 200] [--root DIR] [--log FILE]
 (--root: another checkout's directory holding imgbuild/, to measure it the same way).
 Prints figures; asserts nothing.
 """
@@ -96,8 +96,12 @@ def main() -> None:
     parser.add_argument("--line-kb", type=int, default=200, help="size of each single-line case")
     parser.add_argument("--shapes", default=",".join(LINE_SHAPES), help="single-line shapes, comma-separated")
     parser.add_argument("--root", type=Path, default=ROOT, help="the directory holding imgbuild/ to measure")
+    parser.add_argument("--log", type=Path, action="append", default=[], help="also an existing log file")
     args = parser.parse_args()
     print(f"imgbuild diagnose from {args.root}")
+    for log in args.log:
+        seconds, rss, klass = run_diagnose(args.root, log)
+        print(f"  {log} ({log.stat().st_size / 2**20:.0f} MiB):  {seconds:7.2f} s  peak RSS {rss:7.0f} MiB  class {klass}")
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",") if s):
             log = Path(tmp) / f"log-{size}mb.txt"

@@ -324,10 +324,11 @@ def test_triage_imports_no_adapter_library():
 # ---- the public corpus: tuned part (failure-logs/public, failure-logs/local) and held-out part ----
 # Each file: "# source: URL (note)", "# expect: CLASS", then the excerpt as posted. The held-out
 # files were chosen by sha256(url) % 5 == 0 when collected; no signature was written from the
-# seven collected last, which the classifier saw only after the split.
+# seven collected last, which the classifier saw only after the split, nor from the eight added
+# with the pre-filter (one of them held out), each classified right as first seen.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 12 of 13 (0.92); the target is 0.95
+HELDOUT_FLOOR = 0.9  # measured 13 of 14 (0.93); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -349,7 +350,7 @@ def test_heldout_corpus_score_is_reported_and_above_its_floor(capsys):
     score = 1 - len(misses) / len(results)
     with capsys.disabled():
         print(f"\nheld-out corpus: {len(results) - len(misses)}/{len(results)} classes right ({score:.0%}); misses: {misses}")
-    assert len(results) >= 12 and score >= HELDOUT_FLOOR
+    assert len(results) >= 14 and score >= HELDOUT_FLOOR
 
 
 def test_every_corpus_log_cites_its_source_and_every_class_is_covered():
@@ -361,11 +362,9 @@ def test_every_corpus_log_cites_its_source_and_every_class_is_covered():
         assert first.startswith(("# source: https://github.com/", "# source: local run on this machine")), path.name
         klass = corpus_case(path)[0]
         counts[klass] = counts.get(klass, 0) + 1
-    assert len(TUNED) + len(HELDOUT) >= 52
+    assert len(TUNED) + len(HELDOUT) >= 60
     failing = [c for c in CLASSES if c not in ("none",)]
-    # every class at least twice (the issue asks four: driver-too-old, killed, model-not-found,
-    # no-gpu-visible, port-in-use and child-failed have two or three)
-    assert all(counts.get(c, 0) >= 2 for c in failing), {c: counts.get(c, 0) for c in failing}
+    assert all(counts.get(c, 0) >= 4 for c in failing), {c: counts.get(c, 0) for c in failing}
 
 
 # ---- logs as users paste them: the same real excerpt, reshaped ----
