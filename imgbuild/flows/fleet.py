@@ -15,6 +15,10 @@ gets a failed certificate with Slurm's state and the job's last lines. Ctrl-C or
 (KeyboardInterrupt) cancels every job submitted (scancel; the node's certify gets SIGTERM
 and removes its container), waits for them to end, records the interrupted ones, and
 re-raises.
+
+``SlurmCertifier`` is the same for ``make --on slurm``: make calls it once per target, from
+one thread each, so every job is submitted at once; its job names carry no run token, and
+srun writes to files under make's state, so a later make finds each job again.
 """
 
 from __future__ import annotations
