@@ -22,6 +22,7 @@ from imgbuild.knowledge.memory import (
     MemoryInputs,
     MemoryPlan,
     Rules,
+    cuda_graph_flags,
     explain_mem_fraction,
     plan_memory,
     rules_for,
@@ -232,8 +233,9 @@ def check_parallelism(g: ModelGeometry, launch: LaunchConfig, gpu_count: int, gp
 def _decode_forces_chunk_cache(version: str, values: Any) -> bool:
     """A decode server runs without the radix cache unless
     --disaggregation-decode-enable-radix-cache (0.5.11+) asks for it
-    (server_args.py _handle_pd_disaggregation, 0.4.4.post2-0.5.21)."""
-    if values.get("disaggregation_mode") != "decode" or not (Version("0.4.4.post2") <= Version(version) <= Version("0.5.21")):
+    (server_args.py _handle_pd_disaggregation from 0.4.4.post2; arg_groups/pd_disaggregation_hook.py
+    handle_pd_disaggregation in 0.5.15-0.5.23)."""
+    if values.get("disaggregation_mode") != "decode" or not (Version("0.4.4.post2") <= Version(version) <= Version("0.5.23")):
         return False
     return not values.get("disaggregation_decode_enable_radix_cache")
 
@@ -284,6 +286,9 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         mm_enable_dp_encoder=bool(v.get("mm_enable_dp_encoder")),
         enable_torch_compile=bool(v.get("enable_torch_compile")),
         argument_error=first_refusal(rules.version, v),
+        cuda_graphs=cuda_graph_flags(v),
+        disable_overlap_schedule=bool(v.get("disable_overlap_schedule")),
+        linear_attn_backend=str(v.get("linear_attn_backend") or "triton"),
     )
 
 

@@ -320,6 +320,26 @@ def graph_defaults(gpu_mem_mib: float | None, tp: int) -> tuple[int, int]:
     return 16384, 512
 
 
+def decode_graph_defaults(inp: MemoryInputs) -> tuple[int, int]:
+    """(chunked_prefill_size, cuda_graph_config.decode.max_bs) of 0.5.16+ (server_args.py
+    _handle_gpu_memory_settings; arg_groups/memory_hook.py from 0.5.19): from 0.5.20 a GPU under
+    35 GiB gets 4096 and 48 (160 at TP >= 4); --cuda-graph-max-bs-decode and
+    --cuda-graph-bs-decode (its max) set max_bs; from 0.5.22 a default max_bs is capped at
+    --max-running-requests."""
+    chunk, max_bs = graph_defaults(inp.gpu_total_mib, inp.tp_size)
+    key, f, gpu_mem = _vkey(inp.rules.version), inp.cuda_graphs, inp.gpu_total_mib
+    if key >= _vkey("0.5.20") and gpu_mem is not None and 20 * 1024 <= gpu_mem < 35 * 1024:
+        chunk, max_bs = 4096, 48 if inp.tp_size < 4 else 160
+    explicit = f.decode_max_bs if f.decode_max_bs is not None else inp.cuda_graph_max_bs
+    if explicit is not None:
+        max_bs = explicit
+    elif key >= _vkey("0.5.22") and inp.max_running_requests is not None:
+        max_bs = min(max_bs, inp.max_running_requests)
+    if f.decode_bs:
+        max_bs = max(f.decode_bs)
+    return chunk, max_bs
+
+
 def piecewise_token_count(max_tokens: int) -> int:
     """len(_generate_piecewise_cuda_graph_tokens()) (server_args.py, 0.5.9-0.5.13)."""
     sizes = (
@@ -352,6 +372,57 @@ def vlm_mfs_factor(v: VisionGeometry | None) -> float:
 # CUDA modules, cuBLAS workspaces, rotary caches). The mean residual of the parameter bytes
 # against the logged figure over the cases in tests/data/logs (+0.09 .. +0.29 GiB).
 LOAD_OVERHEAD_GIB = 0.18
+
+
+@dataclass(frozen=True)
+class CudaGraphFlags:
+    """The flags that decide the per-phase CUDA graphs of 0.5.16+ (server_args.py
+    _parse_cuda_graph_config, arg_groups/cuda_graph_hook.py parse_cuda_graph_config from 0.5.19)
+    and the settings their compatibility rules read."""
+
+    decode_backend: str | None = None  # --cuda-graph-backend-decode
+    prefill_backend: str | None = None  # --cuda-graph-backend-prefill
+    disable_decode: bool = False  # --disable-decode-cuda-graph
+    disable_prefill: bool = False  # --disable-prefill-cuda-graph
+    decode_max_bs: int | None = None  # --cuda-graph-max-bs-decode
+    decode_bs: tuple[int, ...] | None = None  # --cuda-graph-bs-decode
+    prefill_max_bs: int | None = None  # --cuda-graph-max-bs-prefill
+    prefill_bs: tuple[int, ...] | None = None  # --cuda-graph-bs-prefill
+    disaggregation_mode: str = "null"
+    dcp_size: int = 1
+    attn_cp_size: int = 1
+    two_batch_overlap: bool = False
+    moe_a2a_backend: str = "none"
+    lora: bool = False
+    language_model_only: bool = False
+
+
+def cuda_graph_flags(values: Any) -> CudaGraphFlags:
+    """CudaGraphFlags from parsed launch flags (launchflags.LaunchConfig.values)."""
+
+    def ints(key: str) -> tuple[int, ...] | None:
+        return tuple(int(b) for b in values[key]) if values.get(key) else None
+
+    def opt_int(key: str) -> int | None:
+        return int(values[key]) if values.get(key) is not None else None
+
+    return CudaGraphFlags(
+        decode_backend=values.get("cuda_graph_backend_decode"),
+        prefill_backend=values.get("cuda_graph_backend_prefill"),
+        disable_decode=bool(values.get("disable_decode_cuda_graph")),
+        disable_prefill=bool(values.get("disable_prefill_cuda_graph")),
+        decode_max_bs=opt_int("cuda_graph_max_bs_decode"),
+        decode_bs=ints("cuda_graph_bs_decode"),
+        prefill_max_bs=opt_int("cuda_graph_max_bs_prefill"),
+        prefill_bs=ints("cuda_graph_bs_prefill"),
+        disaggregation_mode=str(values.get("disaggregation_mode") or "null"),
+        dcp_size=int(values.get("dcp_size") or 1),
+        attn_cp_size=int(values.get("attn_cp_size") or 1),
+        two_batch_overlap=bool(values.get("enable_two_batch_overlap")),
+        moe_a2a_backend=str(values.get("moe_a2a_backend") or "none"),
+        lora=bool(values.get("enable_lora") or values.get("lora_paths")),
+        language_model_only=bool(values.get("language_model_only")),
+    )
 
 
 @dataclass(frozen=True)
@@ -392,6 +463,9 @@ class MemoryInputs:
     enable_torch_compile: bool = False
     # the first post-parse check of knowledge/argchecks.py that refuses these flags (None: none)
     argument_error: str | None = None
+    cuda_graphs: CudaGraphFlags = CudaGraphFlags()  # read from 0.5.16 on
+    disable_overlap_schedule: bool = False  # read from 0.5.16 on (the hybrid cache strategy)
+    linear_attn_backend: str = "triton"
 
 
 @dataclass(frozen=True)
@@ -535,12 +609,14 @@ def legacy_mem_fraction_static(inp: MemoryInputs) -> float:
 
 
 def default_mem_fraction_static(inp: MemoryInputs, *, chunked: int, graph_bs: int, piecewise: bool) -> float:
-    """server_args.py ``_handle_gpu_memory_settings`` (0.5.9, 0.5.11);
-    arg_groups/memory_hook.py (0.5.23, without post-capture KV sizing, its default);
+    """server_args.py ``_handle_gpu_memory_settings`` (0.5.3-0.5.15, read in 0.5.9 and 0.5.11);
+    cuda_graph_mem_fraction_static from 0.5.16 (per-phase CUDA graphs);
     legacy_mem_fraction_static before 0.5.3."""
     rules, g = inp.rules, inp.geometry
     if _vkey(rules.version) < _vkey("0.5.3"):
         return legacy_mem_fraction_static(inp)
+    if _vkey(rules.version) >= _vkey("0.5.16"):
+        return cuda_graph_mem_fraction_static(inp, chunked=chunked, graph_bs=graph_bs)
     gpu_mem = inp.gpu_total_mib
     if gpu_mem is None:
         return 0.88 if rules.era != "0.5.14" else 0.95
@@ -566,6 +642,138 @@ def default_mem_fraction_static(inp: MemoryInputs, *, chunked: int, graph_bs: in
         reserved += rules.spec_reserve_mib
     mfs = round((gpu_mem - reserved) / gpu_mem, 3)
     if g.multimodal and not inp.language_only:
+        mfs = mfs * vlm_mfs_factor(g.vision)
+    return mfs
+
+
+# configs/model_config.py multimodal_breakable_cuda_graph_supported_model_archs: each
+# architecture with the first release that lists it (0.5.16-0.5.23 read)
+_MM_BREAKABLE_SINCE = {
+    "Qwen3_5ForConditionalGeneration": "0.5.16",
+    "Qwen3_5MoeForConditionalGeneration": "0.5.16",
+    "InternS2MobiusForConditionalGeneration": "0.5.18",
+    "KimiK25ForConditionalGeneration": "0.5.18",
+    "KimiK3ForConditionalGeneration": "0.5.18",
+    "MuseGlimmerForConditionalGeneration": "0.5.18",
+    "Cohere2VisionForConditionalGeneration": "0.5.19",
+    "PaddleOCRVLForConditionalGeneration": "0.5.19",
+    "Glm5NextForConditionalGeneration": "0.5.20",
+    "MiniMaxM3SparseForCausalLM": "0.5.22",
+    "MiniMaxM3SparseForConditionalGeneration": "0.5.22",
+    "Qwen4ExpForConditionalGeneration": "0.5.22",
+    "MuseSparkForConditionalGeneration": "0.5.23",
+}
+_DEEPSEEK_V4_ARCHS = frozenset({"DeepseekV4ForCausalLM", "DeepseekV4ForCausalLMNextN", "DeepseekV4ForCausalLMDSpark"})
+_NEMOTRON_H_ARCHS = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "NemotronHForCausalLMMTP"})
+_DSA_ARCHS = frozenset({"DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"})
+
+
+def _breakable_prefill_incompatible(inp: MemoryInputs) -> bool:
+    """The rules that turn the default breakable prefill graph off: server_args.py
+    _disable_breakable_cudagraph_if_incompatible (0.5.16-0.5.18), arg_groups/cuda_graph_hook.py
+    disable_breakable_cudagraph_if_incompatible (0.5.19-0.5.23); the rule list changed in 0.5.17,
+    0.5.18 and 0.5.20. Not modelled: 0.5.20+'s KDA models, 0.5.23's CP exemption (layers/cp/bcg.py)."""
+    key, g, f = _vkey(inp.rules.version), inp.geometry, inp.cuda_graphs
+    arch = g.architecture
+    since = _MM_BREAKABLE_SINCE.get(arch)
+    multimodal = g.multimodal and not f.language_model_only and not (since and key >= _vkey(since))
+    common = arch in _DEEPSEEK_V4_ARCHS or f.attn_cp_size > 1 or f.dcp_size > 1 or multimodal
+    if key < _vkey("0.5.17"):
+        return common or g.mla or f.lora or f.moe_a2a_backend != "none" or inp.enable_dp_attention
+    unvalidated_a2a = f.moe_a2a_backend not in ("none", "deepep", "megamoe", "flashinfer")
+    rest = common or f.two_batch_overlap or unvalidated_a2a
+    if key < _vkey("0.5.18"):
+        return rest or (g.mla and arch not in _DSA_ARCHS) or arch in _NEMOTRON_H_ARCHS
+    return rest
+
+
+def _graph_backends_on(inp: MemoryInputs) -> tuple[bool, bool]:
+    """(decode graph, prefill graph) captured, 0.5.16+: explicit flags win (parse_cuda_graph_config:
+    --disable-cuda-graph, then --disable-{decode,prefill}-cuda-graph, then --cuda-graph-backend-*),
+    else the defaults (decode full; prefill breakable on CUDA, CudaGraphConfig) less
+    apply_cuda_graph_compatibility's auto-disable and apply_cuda_graph_disaggregation_roles."""
+    f = inp.cuda_graphs
+    decode = f.decode_backend
+    if decode is None and (inp.disable_cuda_graph or f.disable_decode):
+        decode = "disabled"
+    if decode is None and f.disaggregation_mode == "prefill":
+        decode = "disabled"
+    prefill = f.prefill_backend
+    if prefill is None and (inp.disable_cuda_graph or f.disable_prefill):
+        prefill = "disabled"
+    if prefill is None and inp.piecewise_cuda_graph is not None:  # 0.5.16-0.5.19's piecewise flags
+        prefill = "breakable" if inp.piecewise_cuda_graph else "disabled"
+    if prefill is None:
+        pp_default_off = inp.pp_size > 1 and _vkey(inp.rules.version) >= _vkey("0.5.19")
+        off = pp_default_off or _breakable_prefill_incompatible(inp) or f.disaggregation_mode == "decode"
+        prefill = "disabled" if off else "breakable"
+    return decode != "disabled", prefill != "disabled"
+
+
+def _prefill_graph_sizes(inp: MemoryInputs, chunked: int) -> int:
+    """len(cuda_graph_config.prefill.bs): the prefill capture sizes up to prefill max_bs
+    (handle_gpu_memory_settings; generate_prefill_cuda_graph_batch_sizes, the piecewise list)."""
+    f = inp.cuda_graphs
+    if f.prefill_bs:
+        return len(f.prefill_bs)
+    max_bs = f.prefill_max_bs
+    if max_bs is None:
+        if not inp.geometry.mla:
+            max_bs = chunked
+        else:  # MLA capture capped: 2048 (0.5.16-0.5.22), min(8192, chunked) (0.5.23)
+            max_bs = min(8192, chunked) if _vkey(inp.rules.version) >= _vkey("0.5.23") else 2048
+        if inp.max_total_tokens is not None:
+            max_bs = min(max_bs, inp.max_total_tokens)
+        if inp.context_length is not None and _vkey(inp.rules.version) < _vkey("0.5.17"):
+            max_bs = min(max_bs, inp.context_length)  # 0.5.16's clamp (#21112)
+    return piecewise_token_count(max_bs)
+
+
+def _graph_reserve_mib(inp: MemoryInputs, *, chunked: int, graph_bs: int) -> float:
+    """reserve_for_graph_mb + reserve_for_deepep_a2a_mb (server_args.py 0.5.16-0.5.18,
+    arg_groups/memory_hook.py 0.5.19-0.5.23); the DeepEP one is added after the 10 GiB floor."""
+    key, f = _vkey(inp.rules.version), inp.cuda_graphs
+    decode_on, prefill_on = _graph_backends_on(inp)
+    reserved = 0.0
+    if f.disaggregation_mode != "prefill" and decode_on:
+        reserved += graph_bs * 2
+    # DP attention: enable_dp_attention x dp_size up to 0.5.21, attn_dp_size > 1 from 0.5.22
+    dp_attention = inp.enable_dp_attention and (inp.dp_size > 1 or key < _vkey("0.5.22"))
+    if dp_attention and f.disaggregation_mode != "prefill":
+        reserved += graph_bs * inp.dp_size * 3
+        if graph_bs > 300:
+            reserved += graph_bs * inp.dp_size * 1.5
+    if f.disaggregation_mode != "decode" and prefill_on:
+        reserved += 1.5 * 1024 if inp.geometry.mla else _prefill_graph_sizes(inp, chunked) * 8
+        if f.moe_a2a_backend == "deepep" and key >= _vkey("0.5.17"):
+            reserved += 1024  # prefill-BCG DeepEP delta
+    return reserved
+
+
+def cuda_graph_mem_fraction_static(inp: MemoryInputs, *, chunked: int, graph_bs: int) -> float:
+    """The default --mem-fraction-static of 0.5.16-0.5.23: server_args.py
+    ``_handle_gpu_memory_settings`` (0.5.16-0.5.18), arg_groups/memory_hook.py
+    ``handle_gpu_memory_settings`` (0.5.19-0.5.23), without post-capture KV sizing (off unless
+    SGLANG_ENABLE_POST_CAPTURE_KV_SIZING). The graph reserve follows the per-phase CUDA graphs:
+    the decode graph's max_bs x 2 MiB, the prefill graph's capture sizes x 8 MiB."""
+    g, f, gpu_mem = inp.geometry, inp.cuda_graphs, inp.gpu_total_mib
+    if gpu_mem is None:
+        return 0.95
+    if f.disaggregation_mode == "decode":
+        running = inp.max_running_requests or graph_bs or 1
+        activation_tokens = max(running * (inp.speculative_num_draft_tokens or 1), 2048)
+    else:
+        activation_tokens = max(chunked if chunked > 0 else inp.max_prefill_tokens, 2048)
+    reserved = 512.0 + activation_tokens * 1.5 + inp.tp_size * inp.pp_size / 8 * 1024
+    reserved += _graph_reserve_mib(inp, chunked=chunked, graph_bs=graph_bs)
+    if gpu_mem > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    decode_on, _ = _graph_backends_on(inp)
+    if f.moe_a2a_backend == "deepep" and decode_on and f.disaggregation_mode != "prefill":
+        reserved += 2 * 1024
+    mfs = round((gpu_mem - reserved) / gpu_mem, 3)
+    vlm = g.multimodal and not inp.language_only and not f.language_model_only
+    if vlm and (f.disaggregation_mode != "decode" or _vkey(inp.rules.version) < _vkey("0.5.19")):
         mfs = mfs * vlm_mfs_factor(g.vision)
     return mfs
 
@@ -683,6 +891,12 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
         if rules.era == "0.5.14" and inp.mamba_strategy == "auto" and radix:
             # overlap schedule is still on when the strategy is picked: extra_buffer
             strategy = "extra_buffer"
+        if _vkey(rules.version) >= _vkey("0.5.16") and inp.mamba_strategy == "auto":
+            # arg_groups/overrides.py _mamba_radix_cache_resolution: left "auto" without a radix
+            # cache; extra_buffer needs overlap or paging and supports_mamba_cache_extra_buffer
+            # (the triton linear-attention backend)
+            extra = (not inp.disable_overlap_schedule or page_size > 1) and inp.linear_attn_backend == "triton"
+            strategy = "auto" if not radix else "extra_buffer" if extra else "no_buffer"
         if radix and strategy == "no_buffer" and algo is not None:
             if rules.hybrid_spec_radix == "auto-disable":
                 radix = False
@@ -713,6 +927,8 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     if inp.argument_error:
         out.refuse(inp.argument_error)
     default_chunk, default_bs = graph_defaults(inp.gpu_total_mib, inp.tp_size)
+    if _vkey(inp.rules.version) >= _vkey("0.5.16"):
+        default_chunk, default_bs = decode_graph_defaults(inp)
     chunked = inp.chunked_prefill_size if inp.chunked_prefill_size is not None else default_chunk
     graph_bs = inp.cuda_graph_max_bs if inp.cuda_graph_max_bs is not None else default_bs
     if inp.cuda_graph_bs and _vkey(inp.rules.version) < _vkey("0.5.14"):
