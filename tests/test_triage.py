@@ -469,15 +469,54 @@ OWN_TEXTS = [
     ("distributed", "Failed to load NCCL library", "nccl"),
     ("ports", "Could not bind port", "port-in-use"),
     ("ports", "is not available in", "port-in-use"),
+    ("memory-pools", "Not enough GPU memory for hybrid", "not-enough-memory"),
+    ("memory-pools", "state cache is too small to serve any requests", "not-enough-memory"),
+    ("memory-pools", "leaves no room for the full KV pool", "not-enough-memory"),
+    ("memory-pools", "cannot hold even one request", "not-enough-memory"),
+    ("model-config", "are not supported for now", "unsupported-architecture"),
+    ("model-config", "failed to be inspected", "unsupported-architecture"),
+    ("model-config", "Please upgrade transformers", "unsupported-architecture"),
+    ("model-loading", "Unknown gguf model_type", "unsupported-architecture"),
+    ("model-loading", "SGLang only supports sm75", "no-kernel-image"),
+    ("device", "No CUDA devices found via torch.cuda", "no-gpu-visible"),
+    ("device", "NPU device is not available or visible", "no-gpu-visible"),
+    ("device", "-smi not found", "no-gpu-visible"),
+    ("device", "mthreads-gmi not found", "no-gpu-visible"),
+    ("device", "torch.xpu is not available", "no-gpu-visible"),
+    ("device", "torch.mps is not available", "no-gpu-visible"),
+    ("model-loading", "No model weights found in", "model-not-found"),
+    ("model-loading", "Cannot find any model weights with", "model-not-found"),
+    ("model-config", "Can't find config file in", "model-not-found"),
+    ("model-loading", "Cannot find adapter config file in", "model-not-found"),
+    ("model-loading", "Unknown load_format", "flags-refused"),
+    ("model-loading", "Invalid attention backend", "flags-refused"),
+    ("model-loading", "Unsupported kv_cache_dtype", "flags-refused"),
+    ("model-loading", "must be divisible by ep_size", "flags-refused"),
+    ("model-loading", "must be divisible by moe_ep_size", "flags-refused"),
+    ("model-loading", "must be divisible by moe_tp_size", "flags-refused"),
+    ("model-loading", "backend can only be used with", "flags-refused"),
+    ("model-loading", "Dual chunk attention is enabled", "flags-refused"),
+    ("model-config", "Unknown quantization method", "flags-refused"),
+    ("model-config", "does not match the quantization method specified", "flags-refused"),
+    ("distributed", "is not equal to tensor_model_parallel_size", "flags-refused"),
+    ("distributed", "must be divisible by decode_context_parallel_size", "flags-refused"),
+    ("ports", "Port out of range", "flags-refused"),
+    ("ports", "has invalid port number", "flags-refused"),
+    ("ports", "Missing port in address", "flags-refused"),
+    ("ports", "Bare IPv6 address without brackets", "flags-refused"),
 ]
 
 
 @pytest.mark.parametrize("step, fragment, klass", OWN_TEXTS, ids=[f"{s}:{f}" for s, f, _ in OWN_TEXTS])
 def test_every_release_wording_of_an_sglang_text_is_classified(step, fragment, klass):
+    """Each mapped text, as raised and inside a traceback raised from its own file, in every wording."""
     found = [m for m in MESSAGES["messages"] if m["step"] == step and fragment in m["text"]]
     assert found, "the generator found the text in the wheels"
     for message in found:
         assert diagnose_log([as_logged(message)]).failure_class == klass, (message["first"], message["text"])
+        frame = f'  File "/usr/local/lib/python3.12/dist-packages/{message["file"]}", line 1, in f'
+        traceback = ["Traceback (most recent call last):", frame, as_logged(message)]
+        assert diagnose_log(traceback).failure_class == klass, (message["first"], message["text"])
 
 
 def test_no_accelerator_has_a_wording_per_release_range_up_to_the_newest():

@@ -93,6 +93,8 @@ _KEYWORDS = (
     "capture", "load weight", "kv cache", "profiled", "compatib", "watchdog", "errno", "in use",
     "addr", "bind port", "identifier", "path_or", "configuration", "huggingface", "ptxas",
     "context_length", "common_ops", "shared object", "sigquit", "ready to roll", "amx", "variant",
+    "must be divisible", "unknown", "backend", "model weights", "quantization method", "pool",
+    "state cache", "sm75", "port out", "port number", "mthreads", "tensor_model_parallel", "transformers",
 )
 
 
@@ -253,6 +255,12 @@ CATALOG: tuple[Signature, ...] = (
             r"Not enough memory\. Please try to increase --mem-fraction-static",
             # 0.5.2x wording
             r"Loaded weights leave no GPU memory for the KV cache",
+            # model_runner_kv_cache_mixin.py: the state pool of a hybrid (Mamba/linear-attention) model
+            r"Not enough GPU memory for hybrid \(mamba/linear-attention\) state cache",
+            r"state cache is too small to serve any requests",
+            # pool_configurator.py: the sliding-window pool's share leaves the full pool nothing
+            r"pool cap \(\d+ tokens, [\d.]+ Gi?B\) leaves no room for the full KV pool",
+            r"SWA pool \(\d+ tokens\) cannot hold even one request",
         ),
         "The weights leave no room for the KV cache under --mem-fraction-static: SGLang "
         "sized the pool at zero or fewer tokens.",
@@ -298,12 +306,14 @@ CATALOG: tuple[Signature, ...] = (
     Signature(
         UNSUPPORTED_ARCHITECTURE,
         _re(
-            # models/registry.py
-            r"Model architectures? \[.*\] (are|is) not supported",
+            # models/registry.py (the list as SGLang prints it, or however a paste renders it)
+            r"Model architectures? .*(are|is) not supported",
             r"Unsupported architectures?: \w+",
-            r"Model architectures \[.*\] failed to be inspected",
-            # transformers too old for the checkpoint's model_type
+            r"Model architectures .* failed to be inspected",
+            # transformers too old for the checkpoint's model_type (configs/model_config.py says so itself)
             r"Transformers does not recognize this architecture",
+            r"Transformers version \S+ is not supported for model",
+            r"Unknown gguf model_type",  # model_loader/loader.py
         ),
         "This SGLang version has no implementation for the model's architecture.",
         (
@@ -339,6 +349,7 @@ CATALOG: tuple[Signature, ...] = (
         _re(
             r"no kernel image is available for execution on the device",
             r"cudaErrorNoKernelImageForDevice",
+            r"SGLang only supports sm75 and above",  # model_executor/model_runner.py
         ),
         "The image's CUDA kernels were not built for this GPU's compute capability.",
         (
@@ -416,6 +427,11 @@ CATALOG: tuple[Signature, ...] = (
             r"RepositoryNotFoundError|HFValidationError",
             r"GatedRepoError|Cannot access gated repo",
             r"No such file or directory: '[^']*config\.json'",
+            # model_loader/loader.py, utils/hf_transformers_utils.py: the path holds no model
+            r"No model weights found in",
+            r"Cannot find any model weights with",
+            r"Can't find config file in",
+            r"Cannot find adapter config file in",
             r"LocalEntryNotFoundError|couldn't connect to 'https://huggingface\.co'",
         ),
         "The model path or Hugging Face id cannot be resolved inside the container.",
@@ -462,6 +478,24 @@ CATALOG: tuple[Signature, ...] = (
             r"not compatible with radix cache when using --mamba-scheduler-strategy",
             # configs/model_config.py, _derive_context_length (raised unless overridden)
             r"context_length \(\d+\) is greater than the derived context_length.*SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
+            # checks of the flags' values made after parsing, while the model loads
+            # (model_executor/model_runner.py, configs/model_config.py, distributed/parallel_state.py)
+            r"Unknown load_format",
+            r"Invalid attention backend(?: for MLA)?: ",
+            r"Unsupported kv_cache_dtype: ",
+            r"tp_size \d+ must be divisible by (?:moe_)?ep_size \d+",
+            r"must be divisible by moe_tp_size \(\d+\) which is tp_size",
+            r"backend can only be used with (?:non-)?MLA models",
+            r"Dual chunk attention is enabled, but attention backend is set to",
+            r"Unknown quantization method: ",
+            r"does not match the quantization method specified in the `quantization` argument",
+            r"world_size \(\d+\) is not equal to tensor_model_parallel_size",
+            r"must be divisible by decode_context_parallel_size",
+            # utils/network.py: --dist-init-addr, --host / --port as given
+            r"Port out of range \(0-65535\)",
+            r"has invalid port number \d+\. Valid TCP port range",
+            r"Missing port in address \(expected host:port\)",
+            r"Bare IPv6 address without brackets is ambiguous",
         ),
         "This SGLang version refused the launch flags.",
         (
@@ -507,6 +541,12 @@ _NO_GPU = Signature(
         r"No accelerator \([^)]{0,200}\)(?: or platform plugin)? is available(?!\.? - Falling back)",
         r"No supported accelerator \([^)]{0,200}\) available",
         r"No CUDA GPUs are available",
+        r"No CUDA devices found via torch\.cuda",  # utils/common.py
+        r"NPU device is not available or visible",  # utils/common.py, torch_npu
+        r"torch\.(?:xpu|mps) is not available",  # utils/common.py, --device xpu / mps
+        # utils/common.py: the vendor's tool is not in the container (no NVIDIA runtime, or none mounted)
+        r"(?:nvidia|rocm|hl)-smi not found\. Ensure \w+(?: \w+)? drivers are installed",
+        r"mthreads-gmi not found",
         r"Found no NVIDIA driver on your system",
         r"libcuda\.so(\.1)?: cannot open shared object file",
         r"CUDA driver initialization failed",
