@@ -45,6 +45,7 @@ from imgbuild.knowledge.modelinfo import (
     vision_params,
     vocab_per_gpu,
 )
+from imgbuild.knowledge.quantscheme import QuantScheme
 
 GIB = float(1 << 30)
 MIB = float(1 << 20)
@@ -136,7 +137,10 @@ class WeightSplit:
     vision_total_params: int
     model_total_params: int  # everything in the checkpoint as computed from shapes
     unexplained_params: int  # checkpoint total_parameters less the computed total
-    target_linear_per_gpu_params: float = 0.0  # the projections an FP8 checkpoint stores in 8 bits
+    target_linear_per_gpu_params: float = 0.0  # the decoder layers less their norms: what a quantized checkpoint packs
+    # target_linear_per_gpu_params by block (attention, linear_attention, mlp, experts), for ignore lists
+    target_parts_per_gpu: tuple[tuple[str, float], ...] = ()
+    lm_head_per_gpu_params: float = 0.0
 
     def per_gpu_bytes(self, geom: ModelGeometry, params_per_gpu: float) -> float:
         """Bytes for a per-GPU parameter count: dtype bytes, or the checkpoint's real bytes when quantized."""
@@ -145,8 +149,11 @@ class WeightSplit:
         return params_per_gpu * geom.dtype_bytes
 
 
-def _target_params(g: ModelGeometry, *, tp: int, pp: int, attn_tp: int) -> tuple[float, int, float]:
-    """(per GPU, total, per-GPU linear projections) of the target model: decoder layers, embeddings, final norm."""
+def _target_params(
+    g: ModelGeometry, *, tp: int, pp: int, attn_tp: int
+) -> tuple[float, int, float, tuple[tuple[str, float], ...]]:
+    """(per GPU, total, per-GPU linear projections, those by block) of the target model:
+    decoder layers, embeddings, final norm."""
     h = g.hidden_size
     vocab_gpu = vocab_per_gpu(g.vocab_size, tp)
     embed_total = g.vocab_size * h * (1 if g.tie_word_embeddings else 2)
@@ -171,7 +178,13 @@ def _target_params(g: ModelGeometry, *, tp: int, pp: int, attn_tp: int) -> tuple
     # the first stage is the largest, which is what must fit.
     layers_gpu /= pp
     linear_gpu = layers_gpu - g.num_layers * norms / pp
-    return layers_gpu + embed_gpu + h, layers_total + embed_total + h, linear_gpu
+    parts = (
+        ("attention", g.full_attention_layers * attn_gpu / pp),
+        ("linear_attention", g.linear_attention_layers * gdn_gpu / pp),
+        ("mlp", n_dense * dense_gpu / pp),
+        ("experts", n_moe * moe_gpu / pp),
+    )
+    return layers_gpu + embed_gpu + h, layers_total + embed_total + h, linear_gpu, parts
 
 
 def _checkpoint_gap(g: ModelGeometry, computed: int) -> int:
@@ -192,7 +205,7 @@ def split_weights(
     so they are counted apart: they belong to the draft. The blocks are counted by
     imgbuild.knowledge.modelinfo, the same counter inspect's parameter_breakdown adds up.
     """
-    target_gpu, target_total, linear_gpu = _target_params(g, tp=tp, pp=pp, attn_tp=attn_tp or tp)
+    target_gpu, target_total, linear_gpu, parts = _target_params(g, tp=tp, pp=pp, attn_tp=attn_tp or tp)
 
     mtp_gpu, mtp_total = 0.0, 0
     if g.mtp_layers:
@@ -220,6 +233,8 @@ def split_weights(
         model_total_params=int(target_total + mtp_total + vis_total),
         unexplained_params=unexplained,
         target_linear_per_gpu_params=linear_gpu,
+        target_parts_per_gpu=parts,
+        lm_head_per_gpu_params=0.0 if g.tie_word_embeddings else float(vocab_per_gpu(g.vocab_size, tp) * g.hidden_size),
     )
 
 
@@ -232,12 +247,24 @@ def weights_per_gpu_bytes(g: ModelGeometry, split: WeightSplit, *, tp: int) -> f
     params = split.target_per_gpu_params + split.vision_per_gpu_params
     if split.unexplained_params > 0 and not g.quantization:
         params += split.unexplained_params / tp
-    if g.quantization in FP8_METHODS and not g.checkpoint_bytes:
-        # block-FP8 checkpoints (Qwen, DeepSeek): projections in 1 byte plus one float32 scale per
-        # 128x128 block; embeddings, lm_head, norms and the vision tower stay bf16
-        linear = split.target_linear_per_gpu_params
-        return linear * (1 + 4 / (128 * 128)) + (params - linear) * 2
+    if g.quant is not None and not g.checkpoint_bytes:
+        packed = quantized_params_per_gpu(g.quant, split)
+        return packed * g.quant.bytes_per_weight + (params - packed) * g.dtype_bytes
     return split.per_gpu_bytes(g, params)
+
+
+def quantized_params_per_gpu(scheme: QuantScheme, split: WeightSplit) -> float:
+    """The target's parameters per GPU that a quantized checkpoint packs: the decoder layers'
+    projections (knowledge/quantscheme.py says which methods quantize which), less what its
+    ignore list keeps in the model dtype; embeddings, norms and the vision tower stay unpacked."""
+    packed = split.target_linear_per_gpu_params
+    for component, part in split.target_parts_per_gpu:
+        share = scheme.excluded_share(component)
+        if share:
+            packed -= share * part
+    if scheme.lm_head_quantized:
+        packed += split.lm_head_per_gpu_params
+    return max(0.0, packed)
 
 
 FP8_METHODS = frozenset({"fp8", "w8a8_fp8", "fbgemm_fp8", "modelopt_fp8", "compressed-tensors"})
@@ -256,6 +283,24 @@ def kv_dtype_bytes(kv_cache_dtype: str, model_dtype_bytes: int) -> float:
     if name.startswith("fp4"):
         return 0.5
     return float(DTYPE_BYTES.get(name, model_dtype_bytes))
+
+
+def checkpoint_kv_cache_dtype(g: ModelGeometry, version: str) -> str | None:
+    """The KV dtype --kv-cache-dtype auto takes from the checkpoint, None for the model dtype:
+    a modelopt quant config whose kv_cache_quant_algo is FP8 gives fp8_e4m3 from 0.5.3
+    (model_executor/model_runner.py ``configure_kv_cache_dtype``; 0.5.23
+    mem_cache/kv_cache_dtype.py); 0.4.x-0.5.2 serve "auto" in the model dtype."""
+    algo = g.quant.kv_cache_quant_algo if g.quant is not None else None
+    if isinstance(algo, str) and algo.upper() == "FP8" and _vkey(version) >= _vkey("0.5.3"):
+        return "fp8_e4m3"
+    return None
+
+
+def served_kv_cache_dtype(inp: MemoryInputs) -> str:
+    """--kv-cache-dtype as the KV pool is allocated: "auto" resolved through the checkpoint."""
+    if (inp.kv_cache_dtype or "auto").lower() == "auto":
+        return checkpoint_kv_cache_dtype(inp.geometry, inp.rules.version) or "auto"
+    return inp.kv_cache_dtype
 
 
 def kv_cell_bytes(g: ModelGeometry, *, attn_tp: int, pp: int = 1, kv_cache_dtype: str = "auto") -> int:
@@ -1099,7 +1144,7 @@ def _kv_pool_tokens(
             f"Raise --mem-fraction-static above {math.ceil(minimum * 1000) / 1000:.3f} (minimum viable = 1 - "
             f"available/pre = {minimum:.4f}). If using speculative decoding, draft weights are now counted."
         )
-    cell = kv_cell_bytes(inp.geometry, attn_tp=inp.attn_tp_size or inp.tp_size, pp=inp.pp_size, kv_cache_dtype=inp.kv_cache_dtype)
+    cell = kv_cell_bytes(inp.geometry, attn_tp=inp.attn_tp_size or inp.tp_size, pp=inp.pp_size, kv_cache_dtype=served_kv_cache_dtype(inp))
     page_size = s.page_size
     tokens = int(rest * GIB) // cell
     tokens = tokens // page_size * page_size
@@ -1141,7 +1186,7 @@ def _pool_sizes(
     (mem_cache/memory_pool.py: size + page_size rows)."""
     g, page_size = inp.geometry, s.page_size
     kv_layers = math.ceil(g.kv_layers / inp.pp_size)
-    kv_bytes = kv_dtype_bytes(inp.kv_cache_dtype, g.dtype_bytes)
+    kv_bytes = kv_dtype_bytes(served_kv_cache_dtype(inp), g.dtype_bytes)
     rows = max(tokens, 0) + page_size
     if g.mla:
         k_size = rows * (g.kv_lora_rank + g.qk_rope_head_dim) * kv_layers * kv_bytes / GIB
@@ -1166,7 +1211,7 @@ def _draft_kv_gib(inp: MemoryInputs, s: _Settings, tokens: int, draft_weights_gi
     if draft_weights_gib <= 0:
         return 0.0
     g = inp.geometry
-    kv_bytes = kv_dtype_bytes(inp.kv_cache_dtype, g.dtype_bytes)
+    kv_bytes = kv_dtype_bytes(served_kv_cache_dtype(inp), g.dtype_bytes)
     draft_layers = max(1, g.mtp_layers)
     if g.mla:
         draft_cell = (g.kv_lora_rank + g.qk_rope_head_dim) * draft_layers * kv_bytes
@@ -1233,8 +1278,19 @@ def _verdict(
             f"sliding-window attention ({g.sliding_window} tokens) is counted as full attention: "
             "SGLang's hybrid SWA pool may hold more tokens than planned"
         )
-    if g.quantization and not g.checkpoint_bytes and g.quantization not in FP8_METHODS:
+    if served_kv_cache_dtype(inp) != (inp.kv_cache_dtype or "auto"):
+        out.notes.append(
+            f"--kv-cache-dtype auto serves {served_kv_cache_dtype(inp)}: the checkpoint's quantization config "
+            "sets kv_cache_quant_algo FP8 (model_runner.py configure_kv_cache_dtype)"
+        )
+    if g.quantization and not g.checkpoint_bytes and g.quant is None:
         out.notes.append(f"quantized checkpoint ({g.quantization}) without an index total_size: weights estimated at {g.dtype_bytes} bytes/param")
+    elif g.quant is not None and not g.checkpoint_bytes and g.quantization not in FP8_METHODS:
+        out.notes.append(
+            f"no safetensors index: weights sized from {g.quant.source}'s quantization config ({g.quant.label}, "
+            f"{g.quant.bytes_per_weight:.4f} bytes per packed weight; embeddings, norms"
+            + (", vision tower" if g.vision is not None else "") + " and ignored modules in the model dtype)"
+        )
 
 
 def plan_memory(inp: MemoryInputs) -> MemoryPlan:

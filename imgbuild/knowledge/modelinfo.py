@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Mapping, Protocol, overload
 
 from imgbuild.errors import UsageError
+from imgbuild.knowledge.quantscheme import QUANT_CONFIG_NAME, QuantScheme, read_quant_scheme, with_standalone_quant_config
 
 CONFIG_NAME = "config.json"
 INDEX_NAME = "model.safetensors.index.json"
@@ -125,6 +126,7 @@ class ModelGeometry:
     vision: VisionGeometry | None = None
     multimodal: bool = False
     quantization: str | None = None
+    quant: QuantScheme | None = None  # the weight format of a quantized checkpoint (knowledge/quantscheme.py)
     sliding_window: int | None = None
     checkpoint_bytes: int | None = None  # the index's total_size (or parameters x dtype when only they are given)
     checkpoint_parameters: int | None = None  # the index's total_parameters (or the shapes' count when absent)
@@ -320,6 +322,11 @@ def read_model_files(source: str, *, hub: HubFetcher | None = None) -> tuple[dic
         config = _parse_json(read_bounded(config_path, MAX_CONFIG_BYTES), str(config_path), local=True)
         index = (_parse_json(read_bounded(index_path, MAX_INDEX_BYTES), str(index_path), local=True)
                  if index_path.is_file() else None)
+        quant_path = config_path.with_name(QUANT_CONFIG_NAME)
+        if quant_path.is_file():
+            # configs/model_config.py reads a standalone modelopt hf_quant_config.json beside config.json
+            hf_quant = _parse_json(read_bounded(quant_path, MAX_CONFIG_BYTES), str(quant_path), local=True)
+            config = with_standalone_quant_config(config, hf_quant)
         check_model_files(config, index, source=source)
         return config, index
     hub_id = split_hub_id(source)
@@ -337,8 +344,29 @@ def read_model_files(source: str, *, hub: HubFetcher | None = None) -> tuple[dic
     raw_index = hub.fetch(repo, revision, INDEX_NAME)
     config = _parse_json(raw_config, f"{source}:{CONFIG_NAME}")
     index = _parse_json(raw_index, f"{source}:{INDEX_NAME}") if raw_index is not None else None
+    if _looks_quantized_without_config(config, index):
+        raw_quant = hub.fetch(repo, revision, QUANT_CONFIG_NAME)
+        if raw_quant is not None:
+            config = with_standalone_quant_config(config, _parse_json(raw_quant, f"{source}:{QUANT_CONFIG_NAME}"))
     check_model_files(config, index, source=source)
     return config, index
+
+
+def _looks_quantized_without_config(config: dict[str, Any], index: dict[str, Any] | None) -> bool:
+    """A Hub checkpoint whose index holds under 3/4 of its shapes' bytes at the config's dtype but
+    whose config.json names no quantization: its format is in hf_quant_config.json (modelopt).
+    SGLang asks the Hub for that file for every model; imgbuild only for these, saving a request."""
+    if config.get("quantization_config") or config.get("compression_config"):
+        return False
+    total = ((index or {}).get("metadata") or {}).get("total_size")
+    if not isinstance(total, int) or total <= 0:
+        return False
+    try:
+        g = read_geometry(config)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return False
+    counted = sum(parameter_breakdown(g).values())
+    return total < 0.75 * counted * DTYPE_BYTES.get(g.dtype, 2)
 
 
 def read_bounded(path: Path, max_bytes: int) -> bytes:
@@ -723,7 +751,7 @@ def read_geometry(
     intermediate = read_int(text, "intermediate_size", "ffn_hidden_size", default=4 * hidden) or 4 * hidden
     dtype_name = config_dtype(config, text)
     vision = _vision_geometry(config.get("vision_config"), model_type=model_type, text_hidden=hidden)
-    return ModelGeometry(
+    geometry = ModelGeometry(
         architecture=arch,
         model_type=model_type,
         hidden_size=hidden,
@@ -745,6 +773,35 @@ def read_geometry(
         **_attention_shapes(text, arch=arch, model_type=model_type, hidden=hidden, heads=heads),
         **_layer_shapes(text, arch=arch, layers=layers, intermediate=intermediate),
     )
+    qc = config.get("quantization_config") or config.get("compression_config") or text.get("quantization_config")
+    if isinstance(qc, dict):
+        geometry = replace(geometry, quant=read_quant_scheme(qc, num_layers=layers, sub_shares=_sub_shares(geometry)))
+    return geometry
+
+
+def _sub_shares(g: ModelGeometry) -> dict[str, dict[str, float]]:
+    """Each quantizable block's sub-modules as shares of its parameters, for ignore lists that
+    name one projection (knowledge/quantscheme.py ignored_shares)."""
+    h, hd = g.hidden_size, g.head_dim
+    q = h * g.num_attention_heads * hd * (2 if g.attn_output_gate else 1)
+    kv = 2 * h * g.num_kv_heads * hd
+    o = g.num_attention_heads * hd * h
+    attn = max(1, q + kv + o)
+    key_dim = g.linear_num_key_heads * g.linear_key_head_dim
+    value_dim = g.linear_num_value_heads * g.linear_value_head_dim
+    gdn_in = h * (2 * key_dim + 2 * value_dim)
+    gdn_ba = 2 * h * g.linear_num_value_heads
+    gdn_out = value_dim * h
+    gdn = max(1, gdn_in + gdn_ba + gdn_out)
+    routed = g.num_experts * g.moe_intermediate_size
+    shared = g.shared_expert_intermediate_size
+    moe = max(1, routed + shared)
+    return {
+        "attention": {"q": q / attn, "kv": kv / attn, "o": o / attn},
+        "linear_attention": {"in": gdn_in / gdn, "ba": gdn_ba / gdn, "out": gdn_out / gdn},
+        "mlp": {"gate": 1 / 3, "up": 1 / 3, "down": 1 / 3},
+        "experts": {"routed": routed / moe, "shared": shared / moe},
+    }
 
 
 # ----------------------------------------------------------------------------- ModelInfo

@@ -1,0 +1,113 @@
+"""Quantized checkpoints without a safetensors index: weights sized from the quantization config
+(knowledge/quantscheme.py), held to the totals their published indexes or logs state; and the KV
+dtype a modelopt checkpoint implies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from imgbuild.cli import cli
+from imgbuild.knowledge.memory import split_weights, weights_per_gpu_bytes
+from imgbuild.knowledge.modelinfo import describe_model, inspect_model
+from imgbuild.knowledge.quantscheme import read_quant_scheme
+
+MODELS = Path(__file__).resolve().parent / "data" / "models"
+
+
+def _checkpoint_bytes(model: str, tp: int = 1) -> float:
+    g = inspect_model(str(MODELS / model)).geometry
+    return weights_per_gpu_bytes(g, split_weights(g, tp=tp), tp=tp)
+
+
+def test_modelopt_nvfp4_from_hf_quant_config_matches_the_published_index_total() -> None:
+    # nvidia/Llama-3.3-70B-Instruct-NVFP4: model.safetensors.index.json total_size 42,709,045,632
+    estimate = _checkpoint_bytes("llama-3.3-70b-nvfp4")
+    assert abs(estimate / 42_709_045_632 - 1) < 0.001
+    g = inspect_model(str(MODELS / "llama-3.3-70b-nvfp4")).geometry
+    assert g.quant is not None and g.quant.source == "hf_quant_config.json"
+    assert g.quant.kv_cache_quant_algo == "FP8" and dict(g.quant.unquantized_share) == {"lm_head": 1.0}
+
+
+def test_awq_int4_group128_is_about_a_third_of_bf16() -> None:
+    # hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4: "~5.7GB" of weights
+    assert 5.6e9 < _checkpoint_bytes("llama-3.1-8b-awq") < 5.8e9
+
+
+def test_block_fp8_matches_the_logged_load() -> None:
+    # tests/data/logs/qwen3.8-27b-fp8.h100-tp1.otel.txt: "Load weight end ... mem usage=28.47 GB"
+    gib = _checkpoint_bytes("qwen3.8-27b-fp8") / 2**30 + 0.18
+    assert abs(gib / 28.47 - 1) < 0.01
+
+
+@pytest.mark.parametrize(
+    "qc, label, bytes_per_weight",
+    [
+        ({"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}, "GPTQ 4-bit, group 128", 0.5 + 2.5 / 128),
+        ({"quant_method": "gptq", "bits": 8, "group_size": -1, "desc_act": False}, "GPTQ 8-bit, per channel", 1.0),
+        ({"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
+          "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "strategy": "group",
+                                                                            "group_size": 128, "symmetric": True}}}},
+         "compressed-tensors INT4, group 128", 0.5 + 2 / 128),
+        ({"quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
+          "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}},
+         "compressed-tensors FP8, per channel", 1.0),
+        ({"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized",
+          "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}}}},
+         "compressed-tensors NVFP4, group 16", 0.5 + 1 / 16),
+        ({"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_scheme": {"type": "float", "num_bits": 8}}, "ModelOpt FP8", 1.0),
+        ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "fp8 8-bit, 128x128 blocks", 1 + 4 / 128**2),
+        ({"quant_method": "mxfp4"}, "MXFP4 experts, group 32", 0.5 + 1 / 32),
+    ],
+)
+def test_each_method_reads_its_bits_groups_and_scales(qc: dict, label: str, bytes_per_weight: float) -> None:
+    scheme = read_quant_scheme(qc, num_layers=4, sub_shares={})
+    assert scheme is not None and scheme.label == label
+    assert scheme.bytes_per_weight == pytest.approx(bytes_per_weight)
+
+
+def test_ignore_lists_keep_the_modules_they_name_in_bf16() -> None:
+    shares = {"mlp": {"gate": 1 / 3, "up": 1 / 3, "down": 1 / 3}, "attention": {"q": 0.5, "kv": 0.2, "o": 0.3}}
+    qc = {"quant_method": "compressed-tensors", "ignore": ["lm_head", "re:.*self_attn.*", "model.layers.0.mlp.down_proj"],
+          "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}}
+    scheme = read_quant_scheme(qc, num_layers=4, sub_shares=shares)
+    assert scheme is not None
+    got = dict(scheme.unquantized_share)
+    assert got["attention"] == pytest.approx(1.0) and got["lm_head"] == 1.0
+    assert got["mlp"] == pytest.approx(1 / 3 / 4)  # one of four layers' down_proj
+    # AWQ's modules_to_not_convert matches by substring (awq.py is_layer_skipped_awq)
+    awq = read_quant_scheme({"quant_method": "awq", "bits": 4, "group_size": 128, "modules_to_not_convert": ["mlp"]},
+                            num_layers=4, sub_shares=shares)
+    assert awq is not None and dict(awq.unquantized_share)["mlp"] == pytest.approx(1.0)
+
+
+def test_mxfp4_quantizes_only_the_experts() -> None:
+    scheme = read_quant_scheme({"quant_method": "mxfp4"}, num_layers=2, sub_shares={})
+    assert scheme is not None
+    assert scheme.excluded_share("attention") == 1.0 and scheme.excluded_share("experts") == 0.0
+
+
+def test_an_unknown_method_falls_back_to_the_dtype_with_a_note(tmp_path: Path) -> None:
+    config = json.loads((MODELS / "llama-3.1-8b" / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "gguf"}
+    g = describe_model(config, None, source="x").geometry
+    assert g.quantization == "gguf" and g.quant is None
+
+
+def _plan(model: str, *flags: str, sglang: str = "0.5.11") -> dict:
+    result = CliRunner().invoke(cli, ["plan", str(MODELS / model), "--gpu", "H100 80GB HBM3x1", "--sglang", sglang, "--json", "--", *flags])
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.stdout)
+
+
+def test_modelopt_kv_cache_quant_algo_fp8_makes_auto_an_fp8_pool() -> None:
+    plan = _plan("llama-3.3-70b-nvfp4")
+    # 8 KV heads x (128 + 128) x 80 layers x 1 byte
+    assert plan["per_gpu"]["kv_cell_bytes"] == 8 * 256 * 80
+    assert any("serves fp8_e4m3" in n for n in plan["notes"])
+    assert _plan("llama-3.3-70b-nvfp4", "--kv-cache-dtype", "bfloat16")["per_gpu"]["kv_cell_bytes"] == 8 * 256 * 80 * 2
+    # before 0.5.3 "auto" is the model dtype (model_runner.py: no kv_cache_quant_algo)
+    assert _plan("llama-3.3-70b-nvfp4", sglang="0.5.2")["per_gpu"]["kv_cell_bytes"] == 8 * 256 * 80 * 2
