@@ -111,7 +111,7 @@ def _group_end(pattern: str, i: int) -> int:
     j = i + 1
     if closing == "]":
         j += 1 if pattern.startswith("^", j) else 0
-        j += 1  # a ']' first in a class is literal
+        j += 1 if pattern.startswith("]", j) else 0  # a ']' first in a class is literal
     while j < len(pattern):
         c = pattern[j]
         if c == "\\":
