@@ -16,10 +16,16 @@ from imgbuild.knowledge.modelinfo import describe_model, inspect_model
 from imgbuild.knowledge.quantscheme import read_quant_scheme
 
 MODELS = Path(__file__).resolve().parent / "data" / "models"
+# kept apart from data/models, which scripts/plan_corpus.py plans by position
+QUANTIZED = Path(__file__).resolve().parent / "data" / "quantized"
+
+
+def _where(model: str) -> Path:
+    return QUANTIZED / model if (QUANTIZED / model).is_dir() else MODELS / model
 
 
 def _checkpoint_bytes(model: str, tp: int = 1) -> float:
-    g = inspect_model(str(MODELS / model)).geometry
+    g = inspect_model(str(_where(model))).geometry
     return weights_per_gpu_bytes(g, split_weights(g, tp=tp), tp=tp)
 
 
@@ -27,7 +33,7 @@ def test_modelopt_nvfp4_from_hf_quant_config_matches_the_published_index_total()
     # nvidia/Llama-3.3-70B-Instruct-NVFP4: model.safetensors.index.json total_size 42,709,045,632
     estimate = _checkpoint_bytes("llama-3.3-70b-nvfp4")
     assert abs(estimate / 42_709_045_632 - 1) < 0.001
-    g = inspect_model(str(MODELS / "llama-3.3-70b-nvfp4")).geometry
+    g = inspect_model(str(QUANTIZED / "llama-3.3-70b-nvfp4")).geometry
     assert g.quant is not None and g.quant.source == "hf_quant_config.json"
     assert g.quant.kv_cache_quant_algo == "FP8" and dict(g.quant.unquantized_share) == {"lm_head": 1.0}
 
@@ -98,7 +104,7 @@ def test_an_unknown_method_falls_back_to_the_dtype_with_a_note(tmp_path: Path) -
 
 
 def _plan(model: str, *flags: str, sglang: str = "0.5.11") -> dict:
-    result = CliRunner().invoke(cli, ["plan", str(MODELS / model), "--gpu", "H100 80GB HBM3x1", "--sglang", sglang, "--json", "--", *flags])
+    result = CliRunner().invoke(cli, ["plan", str(_where(model)), "--gpu", "H100 80GB HBM3x1", "--sglang", sglang, "--json", "--", *flags])
     assert result.exit_code in (0, 1), result.output
     return json.loads(result.stdout)
 
