@@ -41,8 +41,19 @@ def _v(values: Values, dest: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
-def _int(values: Values, dest: str) -> int:
-    return int(_v(values, dest, 1))
+def _int(values: Values, *dests: str) -> int:
+    """The first of ``dests`` the flag table has: 0.5.16 renamed several dests (tensor_parallel_size
+    to tp_size, attention_context_parallel_size to attn_cp_size, moe_data_parallel_size to moe_dp_size)."""
+    for dest in dests:
+        if values.get(dest) is not None:
+            return int(values[dest])
+    return 1
+
+
+_TP = ("tp_size", "tensor_parallel_size")
+_ATTN_CP = ("attn_cp_size", "attention_context_parallel_size")
+_MOE_DP = ("moe_dp_size", "moe_data_parallel_size")
+_EP = ("ep_size", "expert_parallel_size")
 
 
 def _log_level_known(values: Values) -> bool:
@@ -57,10 +68,61 @@ def _spec_algorithm(values: Values) -> str | None:
     return "EAGLE" if algo == "NEXTN" else algo  # _handle_speculative_decoding renames NEXTN first
 
 
+def _attn_tp(values: Values) -> int:
+    # parallel_hook.py derive_attn_tp_size: the world TP split over attention CP and attention DP
+    return _int(values, *_TP) // max(1, _int(values, *_ATTN_CP) * _int(values, "attn_dp_size"))
+
+
+def _attn_dp_enabled(values: Values) -> bool:
+    # runtime_context.py attn_dp_enabled_of (0.5.22+): --attn-dp-size > 1, or the deprecated --enable-dp-attention
+    return _int(values, "attn_dp_size") > 1 or bool(_v(values, "enable_dp_attention"))
+
+
+def _tlru_bounds(values: Values) -> tuple[Any, Any]:
+    # kv_cache_hook.py handle_cache_compatibility: (threshold, next_prompt_estimate), each 0 when unset
+    config = _v(values, "radix_eviction_policy_config", {})
+    if isinstance(config, str):
+        import json
+
+        try:
+            config = json.loads(config)
+        except ValueError:
+            config = {}
+    if not isinstance(config, Mapping):
+        config = {}
+    return config.get("threshold", 0), config.get("next_prompt_estimate", 0)
+
+
+def _tlru_refused(values: Values) -> bool:
+    if _v(values, "radix_eviction_policy") != "tlru":
+        return False
+    threshold, estimate = _tlru_bounds(values)
+    try:
+        return 0 <= threshold <= estimate
+    except TypeError:
+        return False
+
+
+# speculative/spec_info.py SpeculativeAlgorithm, the union over 0.5.12-0.5.23 (UNO from 0.5.20, DSPARK from 0.5.16),
+# and the NEXTN alias
+_SPEC_NAMES = ("DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM", "NONE", "NEXTN")
+_MODEL_CONFIG_PARSERS = ("hf", "mistral")  # configs/model_config_parser_registry.py, 0.5.12-0.5.23
+
+
 CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("log-level", "prepare_server_args", "0.5.11", "0.5.23",
              lambda v: not _log_level_known(v),
              lambda v: f"AttributeError: module 'logging' has no attribute '{str(_v(v, 'log_level')).upper()}'"),
+    # 0.5.16+ runs these checks as hooks of arg_groups/pipeline.py run_resolution_pipeline, in that order
+    ArgCheck("aux-hidden-layer-ids-alone", "arg_groups/validation_hook.py handle_aux_hidden_state_capture", "0.5.23", "0.5.23",
+             lambda v: not _v(v, "enable_return_aux_hidden_states") and _v(v, "return_aux_hidden_state_layer_ids") is not None,
+             lambda v: "ValueError: --return-aux-hidden-state-layer-ids requires --enable-return-aux-hidden-states."),
+    ArgCheck("aux-hidden-needs-capture-method", "arg_groups/validation_hook.py handle_aux_hidden_state_capture",
+             "0.5.23", "0.5.23",
+             lambda v: bool(_v(v, "enable_return_aux_hidden_states"))
+             and str(_v(v, "speculative_algorithm", "")).upper() not in ("EAGLE3", "DFLASH", "DSPARK"),
+             lambda v: "ValueError: --enable-return-aux-hidden-states needs --speculative-algorithm EAGLE3, DFLASH or DSPARK to "
+                       f"name the capture convention, got {_v(v, 'speculative_algorithm')!r}."),
     ArgCheck("ssl-keyfile-alone", "_handle_ssl_validation", "0.5.10", "0.5.23",
              lambda v: bool(_v(v, "ssl_keyfile")) and not _v(v, "ssl_certfile"),
              lambda v: "ValueError: --ssl-keyfile requires --ssl-certfile to be specified as well."),
@@ -76,33 +138,151 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("ssl-refresh-without-files", "_handle_ssl_validation", "0.5.10", "0.5.23",
              lambda v: bool(_v(v, "enable_ssl_refresh")) and not (_v(v, "ssl_certfile") and _v(v, "ssl_keyfile")),
              lambda v: "ValueError: --enable-ssl-refresh requires --ssl-certfile and --ssl-keyfile to be specified."),
+    ArgCheck("http-worker-reuseport", "arg_groups/serving_hook.py handle_ssl_validation", "0.5.23", "0.5.23",
+             lambda v: bool(_v(v, "enable_http_worker_reuseport"))
+             and (_int(v, "tokenizer_worker_num") == 1 or bool(_v(v, "enable_http2"))),
+             lambda v: "ValueError: --enable-http-worker-reuseport requires --tokenizer-worker-num > 1 and has no effect with "
+                       "--enable-http2."),
+    ArgCheck("sidecar-needs-grpc-port", "arg_groups/serving_hook.py handle_deprecated_args", "0.5.16", "0.5.23",
+             lambda v: bool(str(_v(v, "sidecar", "")).strip()) and not _v(v, "smg_grpc_mode") and not _v(v, "grpc_mode")
+             and _v(v, "grpc_port") is None,
+             lambda v: "ValueError: --sidecar requires --grpc-port or SGLANG_GRPC_PORT."),
+    ArgCheck("model-config-parser-known", "configs/model_config_parser_registry.py get_model_config_parser",
+             "0.5.12", "0.5.23",
+             lambda v: _v(v, "model_config_parser", "auto") not in ("auto", *_MODEL_CONFIG_PARSERS),
+             lambda v: f"ValueError: Unknown model-config parser {_v(v, 'model_config_parser')!r}. "
+                       f"Registered: {sorted(_MODEL_CONFIG_PARSERS)}"),
+    ArgCheck("prefill-only-no-kv-needs-embedding", "arg_groups/kv_cache_hook.py validate_prefill_only_disable_kv_cache_args",
+             "0.5.12", "0.5.23",
+             lambda v: bool(_v(v, "prefill_only_disable_kv_cache")) and not _v(v, "is_embedding"),
+             lambda v: "ValueError: --prefill-only-disable-kv-cache currently requires --is-embedding. Other prefill-only "
+                       "workloads may be supported in a future change once their attention paths stop reading or writing "
+                       "the paged KV cache."),
+    ArgCheck("dcp-comm-backend-needs-dcp", "arg_groups/parallel_hook.py handle_decode_context_parallelism", "0.5.17", "0.5.23",
+             lambda v: _v(v, "dcp_comm_backend") in ("a2a", "fi_a2a") and _int(v, "dcp_size") <= 1,
+             lambda v: f"ValueError: --dcp-comm-backend {_v(v, 'dcp_comm_backend')} only affects the decode context-parallel "
+                       "attention reduction and therefore requires --dcp-size / --decode-context-parallel-size > 1, but got "
+                       f"dcp_size={_int(v, 'dcp_size')}."),
+    ArgCheck("dcp-replicate-q-proj-needs-dcp", "arg_groups/parallel_hook.py handle_decode_context_parallelism",
+             "0.5.17", "0.5.23",
+             lambda v: bool(_v(v, "dcp_replicate_q_proj")) and _int(v, "dcp_size") <= 1,
+             lambda v: "ValueError: --dcp-replicate-q-proj requires --dcp-size > 1."),
+    ArgCheck("dwdp-equals-tp", "arg_groups/parallel_hook.py handle_dwdp", "0.5.17", "0.5.23",
+             lambda v: _int(v, "dwdp_size") >= 2 and _int(v, "dwdp_size") != _int(v, *_TP),
+             lambda v: f"AssertionError: dwdp_size ({_int(v, 'dwdp_size')}) must equal tp_size ({_int(v, *_TP)})"),
+    ArgCheck("prefill-kv-dequant-needs-nvfp4", "arg_groups/kv_cache_hook.py handle_nvfp4_prefill_kv_dequant_dtype",
+             "0.5.21", "0.5.23",
+             lambda v: _v(v, "kv_cache_dtype", "auto") != "nvfp4" and _v(v, "prefill_kv_cache_dequant_dtype", "auto") != "auto",
+             lambda v: "ValueError: --prefill-kv-cache-dequant-dtype applies only with --kv-cache-dtype=nvfp4."),
+    ArgCheck("mamba-stochastic-rounding-fp16", "arg_groups/mamba_hook.py handle_mamba_backend", "0.5.15", "0.5.23",
+             lambda v: bool(_v(v, "enable_mamba_cache_stochastic_rounding")) and _v(v, "mamba_ssm_dtype") != "float16",
+             lambda v: "ValueError: Stochastic rounding for the Mamba SSM cache requires --mamba-ssm-dtype float16, got "
+                       f"{_v(v, 'mamba_ssm_dtype')!r}. Run with --mamba-ssm-dtype float16 or disable "
+                       "--enable-mamba-cache-stochastic-rounding."),
+    ArgCheck("linker-mla-dedup-needs-mooncake", "arg_groups/hicache_hook.py handle_hicache", "0.5.21", "0.5.23",
+             lambda v: bool(_v(v, "enable_linker_mla_dedup")) and (
+                 not _v(v, "enable_unified_cache_external_linker")
+                 or _v(v, "unified_cache_external_linker_backend", "mooncake") != "mooncake"),
+             lambda v: "ValueError: --enable-linker-mla-dedup requires the Mooncake linker."),
+    ArgCheck("attn-dp-divides-tp", "arg_groups/parallel_hook.py handle_data_parallelism", "0.5.22", "0.5.23",
+             lambda v: _int(v, "attn_dp_size") > 1 and _int(v, *_TP) % _int(v, "attn_dp_size") != 0,
+             lambda v: "AssertionError: "),  # a bare `assert cfg.tp_size % cfg.attn_dp_size == 0`
+    ArgCheck("tp-lm-head-a2a-needs-attn-dp", "arg_groups/overrides.py _dp_lm_head_validation", "0.5.22", "0.5.23",
+             lambda v: bool(_v(v, "enable_tp_lm_head_all_to_all")) and not _attn_dp_enabled(v),
+             lambda v: "AssertionError: --enable-tp-lm-head-all-to-all requires attention DP (--attn-dp-size)."),
+    ArgCheck("prefill-cp-needs-strategy", "arg_groups/parallel_hook.py handle_context_parallelism", "0.5.14", "0.5.23",
+             lambda v: bool(_v(v, "enable_prefill_cp")) and _v(v, "cp_strategy") is None,
+             lambda v: "ValueError: --cp-strategy must be set when --enable-prefill-cp is enabled."),
     ArgCheck("attn-cp-divides-tp", "_handle_context_parallelism", "0.5.9", "0.5.23",
-             lambda v: _int(v, "attention_context_parallel_size") > 1
-             and _int(v, "tensor_parallel_size") % _int(v, "attention_context_parallel_size") != 0,
+             lambda v: _int(v, *_ATTN_CP) > 1 and _int(v, *_TP) % _int(v, *_ATTN_CP) != 0,
              lambda v: "AssertionError: tp_size must be divisible by attn_cp_size"),
     ArgCheck("moe-dp-divides-tp", "_handle_context_parallelism", "0.5.9", "0.5.23",
-             lambda v: _int(v, "moe_data_parallel_size") > 1
-             and _int(v, "tensor_parallel_size") % _int(v, "moe_data_parallel_size") != 0,
+             lambda v: _int(v, *_MOE_DP) > 1 and _int(v, *_TP) % _int(v, *_MOE_DP) != 0,
              lambda v: "AssertionError: tp_size must be divisible by moe_dp_size"),
+    ArgCheck("kv-cache-sharding-prefill-only", "arg_groups/kv_shard_hook.py handle_kv_cache_sharding", "0.5.22", "0.5.23",
+             lambda v: bool(_v(v, "enable_kv_cache_sharding")) and _v(v, "disaggregation_mode") != "prefill",
+             lambda v: "ValueError: --enable-kv-cache-sharding is only supported on PD prefill workers: a rank's pool holds "
+                       "only its stripe of every cached page, which is incompatible with local decode."),
     ArgCheck("flashinfer-a2a-runner", "_handle_a2a_moe", "0.5.9", "0.5.12.post1",
              lambda v: _v(v, "moe_a2a_backend") == "flashinfer" and _v(v, "moe_runner_backend", "auto") != "flashinfer_cutlass",
              lambda v: "AssertionError: Flashinfer MoE A2A is only supported with flashinfer_cutlass moe runner backend"),
+    ArgCheck("flashinfer-a2a-dispatch-type", "arg_groups/moe_hook.py handle_a2a_moe", "0.5.20", "0.5.23",
+             lambda v: _v(v, "moe_a2a_backend") != "flashinfer" and _v(v, "flashinfer_a2a_dispatch_type") not in (None, "auto"),
+             lambda v: "ValueError: --flashinfer-a2a-dispatch-type requires --moe-a2a-backend flashinfer."),
+    ArgCheck("shared-experts-tp-divides-attn-tp", "arg_groups/parallel_hook.py handle_shared_experts_tp", "0.5.21", "0.5.23",
+             lambda v: _v(v, "shared_experts_tp_size") is not None
+             and (int(_v(v, "shared_experts_tp_size")) < 1 or _attn_tp(v) % int(_v(v, "shared_experts_tp_size")) != 0),
+             lambda v: f"ValueError: --shared-experts-tp-size ({_v(v, 'shared_experts_tp_size')}) must be a positive divisor "
+                       f"of attention TP size ({_attn_tp(v)})."),
+    ArgCheck("ep-dispatch-rank-invariant", "arg_groups/parallel_hook.py handle_eplb_and_dispatch", "0.5.17", "0.5.23",
+             lambda v: _v(v, "moe_a2a_backend", "none") == "none" and _v(v, "ep_dispatch_algorithm") in ("static", "lp"),
+             lambda v: f"ValueError: --ep-dispatch-algorithm {_v(v, 'ep_dispatch_algorithm')} picks a different physical "
+                       "replica per rank, which only holds up when an a2a backend routes each token to a single rank. Use "
+                       "--ep-dispatch-algorithm dynamic with --moe-a2a-backend none."),
     ArgCheck("eplb-needs-ep", "_handle_eplb_and_dispatch", "0.4.10.post2", "0.5.14",
-             lambda v: bool(_v(v, "enable_eplb")) and _int(v, "expert_parallel_size") <= 1,
+             lambda v: bool(_v(v, "enable_eplb")) and _int(v, *_EP) <= 1,
              lambda v: "AssertionError: "),  # a bare `assert self.ep_size > 1`
+    ArgCheck("eplb-needs-ep-resolved", "arg_groups/parallel_hook.py handle_eplb_and_dispatch", "0.5.19", "0.5.23",
+             lambda v: bool(_v(v, "enable_eplb")) and _v(v, "ep_join_mode") != "scale" and _int(v, *_EP) <= 1,
+             lambda v: "AssertionError: "),  # a bare `assert resolved_view(server_args).ep_size > 1`
     ArgCheck("elastic-ep-rejoin-backend", "_handle_elastic_ep", "0.5.11", "0.5.15.post1",
              lambda v: bool(_v(v, "elastic_ep_rejoin")) and _v(v, "elastic_ep_backend") in (None, "none"),
              lambda v: "AssertionError: Elastic EP rejoin requires elastic_ep_backend to be set."),
+    ArgCheck("elastic-ep-join-mode-backend", "arg_groups/parallel_hook.py handle_elastic_ep", "0.5.16", "0.5.23",
+             lambda v: _v(v, "ep_join_mode") is not None and _v(v, "elastic_ep_backend") is None,
+             lambda v: "AssertionError: --elastic-ep-join-mode requires --elastic-ep-backend to be set."),
+    ArgCheck("elastic-ep-join-rank-offset-scale", "arg_groups/parallel_hook.py handle_elastic_ep", "0.5.16", "0.5.23",
+             lambda v: int(_v(v, "ep_join_rank_offset", 0)) != 0 and _v(v, "ep_join_mode") != "scale",
+             lambda v: "AssertionError: --elastic-ep-join-rank-offset is only valid with --elastic-ep-join-mode scale."),
+    ArgCheck("max-ep-size-backend", "arg_groups/parallel_hook.py handle_elastic_ep", "0.5.16", "0.5.23",
+             lambda v: _v(v, "max_ep_size") is not None and _v(v, "elastic_ep_backend") is None,
+             lambda v: "AssertionError: --max-ep-size requires --elastic-ep-backend to be set."),
+    ArgCheck("elastic-ep-initial-size-scaling", "arg_groups/parallel_hook.py handle_elastic_ep", "0.5.16", "0.5.23",
+             lambda v: _v(v, "elastic_ep_initial_size") is not None and not (
+                 _v(v, "elastic_ep_backend") is not None and _v(v, "max_ep_size") is not None
+                 and int(_v(v, "max_ep_size")) > _int(v, *_TP)),
+             lambda v: "AssertionError: --elastic-ep-initial-size is only valid for an Elastic EP deployment with "
+                       "--max-ep-size larger than its local TP size."),
+    ArgCheck("speculative-algorithm-known", "speculative/spec_info.py SpeculativeAlgorithm.from_string", "0.5.12", "0.5.23",
+             lambda v: _v(v, "speculative_algorithm") is not None
+             and str(_v(v, "speculative_algorithm")).upper() not in _SPEC_NAMES,
+             lambda v: f"ValueError: Unknown speculative algorithm name: {str(_v(v, 'speculative_algorithm')).upper()}"),
     ArgCheck("spec-skip-dp-mlp-sync", "_handle_speculative_decoding", "0.5.11", "0.5.22",
              lambda v: bool(_v(v, "speculative_skip_dp_mlp_sync")) and _spec_algorithm(v) != "EAGLE",
              lambda v: "AssertionError: --speculative-skip-dp-mlp-sync is only supported with speculative_algorithm == "
                        f"EAGLE, got {_spec_algorithm(v)}."),
+    ArgCheck("block-verification-algorithms", "arg_groups/speculative_hook.py handle_speculative_decoding",
+             "0.5.22", "0.5.23",
+             lambda v: bool(_v(v, "speculative_use_block_verification"))
+             and _spec_algorithm(v) not in ("EAGLE", "EAGLE3", "DFLASH", "DSPARK"),
+             lambda v: "ValueError: --speculative-use-block-verification only supports EAGLE / EAGLE3 / NEXTN / DFLASH / "
+                       "DSPARK."),
+    ArgCheck("draft-sink-needs-window", "arg_groups/speculative_hook.py handle_speculative_decoding", "0.5.21", "0.5.23",
+             lambda v: _v(v, "speculative_draft_sink_size") is not None and int(_v(v, "speculative_draft_sink_size")) >= 0
+             and _v(v, "speculative_draft_window_size") is None,
+             lambda v: "ValueError: --speculative-draft-sink-size requires --speculative-draft-window-size."),
+    ArgCheck("megamoe-layernorm-sp-needs-sp", "arg_groups/layernorm_sp_hook.py handle_layernorm_sp", "0.5.23", "0.5.23",
+             lambda v: bool(_v(v, "enable_megamoe_for_layernorm_sp")) and not _v(v, "enable_layernorm_sp"),
+             lambda v: "ValueError: --enable-megamoe-for-layernorm-sp requires --enable-layernorm-sp."),
     ArgCheck("prefix-mm-cache-encoder-only", "_handle_encoder_disaggregation", "0.5.7", "0.5.23",
              lambda v: bool(_v(v, "enable_prefix_mm_cache")) and not _v(v, "encoder_only"),
              lambda v: "ValueError: --enable-prefix-mm-cache requires --encoder-only to be enabled"),
     ArgCheck("language-only-encoder-urls", "_handle_encoder_disaggregation", "0.5.7", "0.5.12.post1",
              lambda v: bool(_v(v, "language_only")) and not _v(v, "encoder_urls") and not _v(v, "encoder_only"),
              lambda v: "ValueError: requires at least one encoder urls to be set via --encoder-urls"),
+    ArgCheck("host-pool-retraction-decode-only", "arg_groups/kv_cache_hook.py handle_cache_compatibility",
+             "0.5.18", "0.5.23",
+             # pd_disaggregation_hook.py handle_pd_disaggregation: a host receive threshold below 1 picks host_pool
+             lambda v: (_v(v, "disaggregation_decode_retraction_backup") == "host_pool"
+                        or float(_v(v, "disaggregation_decode_host_receive_threshold", 1.0)) < 1)
+             and _v(v, "disaggregation_mode") != "decode",
+             lambda v: "ValueError: --disaggregation-decode-retraction-backup=host_pool is only supported on a PD decode "
+                       "server."),
+    ArgCheck("tlru-threshold-above-estimate", "arg_groups/kv_cache_hook.py handle_cache_compatibility", "0.5.21", "0.5.23",
+             _tlru_refused,
+             lambda v: "ValueError: --radix-eviction-policy tlru needs 'threshold' greater than 'next_prompt_estimate' in "
+                       f"--radix-eviction-policy-config, got {_tlru_bounds(v)[0]} <= {_tlru_bounds(v)[1]}; otherwise no "
+                       "tokens are ever TEL-safe and T-LRU is exactly LRU."),
     ArgCheck("hicache-without-radix", "_handle_cache_compatibility", "0.5.1", "0.5.23",
              lambda v: bool(_v(v, "enable_hierarchical_cache")) and bool(_v(v, "disable_radix_cache")),
              lambda v: "ValueError: The arguments enable-hierarchical-cache and disable-radix-cache are mutually exclusive "
@@ -110,6 +290,13 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("decode-offload-kvcache-mode", "_handle_cache_compatibility", "0.5.3", "0.5.23",
              lambda v: bool(_v(v, "disaggregation_decode_enable_offload_kvcache")) and _v(v, "disaggregation_mode") != "decode",
              lambda v: "ValueError: The argument disaggregation-decode-enable-offload-kvcache is only supported for decode side."),
+    ArgCheck("page-major-kv-needs-unified-memory", "arg_groups/kv_cache_hook.py handle_page_major_kv_layout",
+             "0.5.19", "0.5.23",
+             lambda v: bool(_v(v, "enable_page_major_kv_layout")) and not _v(v, "enable_unified_memory"),
+             lambda v: "AssertionError: --enable-page-major-kv-layout without --enable-unified-memory is temporarily "
+                       "unsupported: the strided MHA K/V views were removed and the static-pool page-major layout awaits its "
+                       "per-layer-view reimplementation. Run with --enable-unified-memory, or drop "
+                       "--enable-page-major-kv-layout."),
 )
 
 
