@@ -10,7 +10,7 @@ Adapters come in as arguments: the GPU probe, the matrix, the Hub fetcher.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from packaging.version import Version
@@ -285,7 +285,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         language_only=bool(v.get("language_only")),
         mm_enable_dp_encoder=bool(v.get("mm_enable_dp_encoder")),
         enable_torch_compile=bool(v.get("enable_torch_compile")),
-        argument_error=first_refusal(rules.version, v),
+        argument_error=first_refusal(rules.version, v, (g.architecture,) if g.architecture else ()),
         cuda_graphs=cuda_graph_flags(v),
         disable_overlap_schedule=bool(v.get("disable_overlap_schedule")),
         linear_attn_backend=str(v.get("linear_attn_backend") or "triton"),
@@ -362,6 +362,14 @@ def plan_launch(
     if not rules.verified:
         notes.append(f"SGLang {version}: accounting rules of the {rules.era} family (read in 0.5.9, 0.5.10-0.5.14, 0.5.23)")
     inputs = memory_inputs(rules, geometry, launch, gpus, model)
+    draft_path = launch.values.get("speculative_draft_model_path")
+    if inputs.draft_model_external and draft_path:
+        # the draft's config.json through the same reader (a local path or a Hub id)
+        try:
+            draft = inspect_model(str(draft_path), hub=hub)
+        except UsageError as exc:
+            raise UsageError(f"--speculative-draft-model-path: {exc.message}", hint=exc.hint) from exc
+        inputs = replace(inputs, draft_geometry=draft.geometry)
     plan = plan_memory(inputs)
     suggestions = suggest_changes(inputs, plan, gpus) if options.suggest else ()
     return PlanResult(

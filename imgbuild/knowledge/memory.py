@@ -498,6 +498,7 @@ class MemoryInputs:
     speculative_eagle_topk: int | None = None
     speculative_num_draft_tokens: int | None = None
     draft_model_external: bool = False  # --speculative-draft-model-path to another model
+    draft_geometry: ModelGeometry | None = None  # that model's config.json, read by modelinfo
     disable_radix_cache: bool = False
     mamba_strategy: str = "auto"
     mamba_ssm_dtype: str | None = None
@@ -1027,11 +1028,45 @@ def _weights(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tuple[float,
             # lm_head, then swap in the target's: the copy exists while the draft loads
             if not g.mtp_has_own_embeddings:
                 draft_transient_gib = 2 * vocab_per_gpu(g.vocab_size, tp) * g.hidden_size * g.dtype_bytes / GIB
+        elif inp.draft_model_external and inp.draft_geometry is not None:
+            draft_weights_gib, draft_transient_gib = external_draft_weights_gib(inp.draft_geometry, algo, tp=tp)
         elif inp.draft_model_external:
             out.notes.append("the draft model at --speculative-draft-model-path is not inspected: its weights are not counted")
         elif algo in ("EAGLE", "EAGLE3"):
             out.notes.append(f"{g.architecture} has no MTP layers in its config: {algo} needs --speculative-draft-model-path")
     return weights_gib, draft_weights_gib, draft_transient_gib
+
+
+def external_draft_weights_gib(d: ModelGeometry, algo: str | None, *, tp: int) -> tuple[float, float]:
+    """(kept, transient) GiB per GPU of a --speculative-draft-model-path model.
+
+    STANDALONE loads a whole second model (speculative/standalone_worker.py). EAGLE drafts
+    (models/llama_eagle.py) are decoder layers plus an fc of 2H -> H, and take the target's
+    embed_tokens and lm_head (eagle_worker.py set_embed_and_head): their own exist only while
+    they load. EAGLE3 drafts (models/llama_eagle3.py) are one layer whose qkv reads 2H, an fc
+    of 3 x target H -> H (torch.nn.Linear, on every GPU) and their own lm_head over
+    draft_vocab_size; they take only the target's embed_tokens (unless the config has no
+    draft_vocab_size, then the head too: load_lm_head_from_target).
+    """
+    split = split_weights(d, tp=tp)
+    full = weights_per_gpu_bytes(d, split, tp=tp)
+    if algo == "STANDALONE":
+        return full / GIB, 0.0
+    h, b = d.hidden_size, d.dtype_bytes
+    embed = vocab_per_gpu(d.vocab_size, tp) * h * b
+    head = 0.0 if d.tie_word_embeddings else embed
+    kept = full - embed - head
+    transient = embed + head
+    if algo == "EAGLE3":
+        q_out = d.num_attention_heads * d.head_dim
+        kept += d.num_layers * h * (q_out + 2 * d.num_kv_heads * d.head_dim) / tp * b  # qkv over 2H
+        kept += 3 * h * h * b  # fc
+        if d.draft_vocab_size:
+            kept += vocab_per_gpu(d.draft_vocab_size, tp) * h * b  # its own head over the draft vocab
+            transient = embed
+    else:
+        kept += 2 * h * h * b  # fc
+    return kept / GIB, transient / GIB
 
 
 def _rest_for_pools(
@@ -1213,6 +1248,11 @@ def _draft_kv_gib(inp: MemoryInputs, s: _Settings, tokens: int, draft_weights_gi
     g = inp.geometry
     kv_bytes = kv_dtype_bytes(served_kv_cache_dtype(inp), g.dtype_bytes)
     draft_layers = max(1, g.mtp_layers)
+    if inp.draft_model_external and inp.draft_geometry is not None:
+        # an external draft's runner allocates a pool of its own layers with the target's
+        # max_total_num_tokens (memory_pool_config passed in, speculative/eagle_worker.py)
+        g = inp.draft_geometry
+        draft_layers = g.kv_layers
     if g.mla:
         draft_cell = (g.kv_lora_rank + g.qk_rope_head_dim) * draft_layers * kv_bytes
     else:

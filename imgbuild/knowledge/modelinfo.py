@@ -127,6 +127,7 @@ class ModelGeometry:
     multimodal: bool = False
     quantization: str | None = None
     quant: QuantScheme | None = None  # the weight format of a quantized checkpoint (knowledge/quantscheme.py)
+    draft_vocab_size: int = 0  # an EAGLE3 draft's own head vocabulary (models/llama_eagle3.py)
     sliding_window: int | None = None
     checkpoint_bytes: int | None = None  # the index's total_size (or parameters x dtype when only they are given)
     checkpoint_parameters: int | None = None  # the index's total_parameters (or the shapes' count when absent)
@@ -768,6 +769,7 @@ def read_geometry(
         multimodal=vision is not None,
         quantization=quant_method(config) or quant_method(text),
         sliding_window=sliding_window(text),
+        draft_vocab_size=read_int(text, "draft_vocab_size", default=0),
         checkpoint_bytes=checkpoint_bytes,
         checkpoint_parameters=checkpoint_parameters,
         **_attention_shapes(text, arch=arch, model_type=model_type, hidden=hidden, heads=heads),
