@@ -58,3 +58,56 @@ def test_every_rule_names_its_handler_and_a_valid_release_range() -> None:
         assert check.handler.startswith(("_handle_", "prepare_server_args", "arg_groups/", "configs/", "speculative/")), \
             check.name
         assert Version(check.since) <= Version(check.until), check.name
+
+
+# Cases the differential (tests/test_sglang_oracle.py, one seed model, 0.5.9/0.5.11/0.5.23, mostly one
+# flag at a time) does not reach: other releases' support lists, other architectures, the values that pass.
+ARCH_CASES = [
+    ("layernorm-sp-0.5.22-list", "0.5.22", {"enable_layernorm_sp": True}, ("MuseSparkForConditionalGeneration",),
+     "ValueError: --enable-layernorm-sp is only supported for ['Qwen3ForCausalLM']; got MuseSparkForConditionalGeneration."),
+    ("layernorm-sp-supported", "0.5.23", {"enable_layernorm_sp": True}, ("Qwen3ForCausalLM",), None),
+    ("layernorm-sp-before-0.5.19", "0.5.18", {"enable_layernorm_sp": True}, ("LlamaForCausalLM",), None),
+    ("megamoe-0.5.20-list", "0.5.20", {"moe_a2a_backend": "flashinfer_megamoe"}, ("GlmMoeDsaForCausalLM",),
+     "ValueError: FlashInfer MegaMOE is not validated for model architectures ['GlmMoeDsaForCausalLM']. Supported "
+     "architectures: ['DeepseekV2ForCausalLM', 'DeepseekV32ForCausalLM', 'DeepseekV3ForCausalLM', 'DeepseekV4ForCausalLM', "
+     "'Glm4MoeForCausalLM', 'NemotronHForCausalLM', 'NemotronHPuzzleForCausalLM', 'Qwen2MoeForCausalLM', "
+     "'Qwen3MoeForCausalLM']."),
+    ("megamoe-supported", "0.5.23", {"moe_a2a_backend": "flashinfer_megamoe"}, ("Qwen3MoeForCausalLM",), None),
+    ("language-model-only-0.5.19", "0.5.19", {"language_model_only": True}, ("DeepseekV4ForCausalLM",),
+     "ValueError: --language-model-only does not support ['DeepseekV4ForCausalLM']. "
+     "Supported: ['MuseGlimmerForConditionalGeneration']."),
+    ("language-model-only-0.5.22", "0.5.22", {"language_model_only": True}, ("DeepseekV4ForCausalLM",), None),
+    ("dsa-split-on-deepseek-v32", "0.5.23", {"enable_dsa_cache_layer_split": True}, ("DeepseekV32ForCausalLM",), None),
+    ("no-config-no-list-check", "0.5.23", {"enable_layernorm_sp": True}, (), None),
+]
+
+
+@pytest.mark.parametrize(("version", "values", "architectures", "expected"), [c[1:] for c in ARCH_CASES],
+                         ids=[c[0] for c in ARCH_CASES])
+def test_per_architecture_support_lists_follow_the_release(version: str, values: dict, architectures: tuple,
+                                                           expected: str | None) -> None:
+    assert first_refusal(version, values, architectures) == expected
+
+
+PASSING_0523 = [
+    ("tlru-threshold-above-estimate", {"radix_eviction_policy": "tlru",
+                                       "radix_eviction_policy_config": '{"threshold": 8, "next_prompt_estimate": 2}'}),
+    ("elastic-ep-initial-size-while-scaling", {"elastic_ep_initial_size": 2, "elastic_ep_backend": "mooncake",
+                                               "max_ep_size": 8, "tp_size": 2}),
+    ("dcp-replicate-q-proj-with-dcp", {"dcp_replicate_q_proj": True, "dcp_size": 2, "dcp_comm_backend": "a2a"}),
+    ("shared-experts-tp-divides", {"shared_experts_tp_size": 2, "tp_size": 4}),
+    ("ep-dispatch-static-with-a2a", {"ep_dispatch_algorithm": "static", "moe_a2a_backend": "deepep"}),
+    ("block-verification-with-nextn", {"speculative_use_block_verification": True, "speculative_algorithm": "NEXTN"}),
+]
+
+
+@pytest.mark.parametrize("values", [c[1] for c in PASSING_0523], ids=[c[0] for c in PASSING_0523])
+def test_0523_checks_let_the_valid_combination_through(values: dict) -> None:
+    assert first_refusal("0.5.23", values) is None
+
+
+def test_tlru_names_the_configured_bounds() -> None:
+    values = {"radix_eviction_policy": "tlru", "radix_eviction_policy_config": {"threshold": 2, "next_prompt_estimate": 4}}
+    assert first_refusal("0.5.23", values) == (
+        "ValueError: --radix-eviction-policy tlru needs 'threshold' greater than 'next_prompt_estimate' in "
+        "--radix-eviction-policy-config, got 2 <= 4; otherwise no tokens are ever TEL-safe and T-LRU is exactly LRU.")

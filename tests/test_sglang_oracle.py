@@ -57,15 +57,15 @@ def _uv() -> str:
 
 
 # Per release, what differs there only (each seen against that release's own parser).
-_MODEL_LIST_0523 = "checked against a per-architecture support list in 0.5.23's arg_groups hooks; not modelled"
 KNOWN_IN = {
     "0.5.9": {("--dllm-algorithm", "x"): "0.5.9 accepts a dLLM algorithm for any model and turns the radix cache off; "
                                          "not modelled"},
     "0.5.23": {
-        **{(flag,): _MODEL_LIST_0523 for flag in (
-            "--enable-layernorm-sp", "--language-model-only", "--enable-dsa-cache-layer-split",
-            "--enable-encoder-swa-bounded-replay", "--enable-cp-decode-attn-tp", "--enable-nvidia-megakernel")},
-        ("--moe-a2a-backend", "flashinfer_megamoe"): _MODEL_LIST_0523,
+        ("--enable-encoder-swa-bounded-replay",): "deepseek_v4_hook.py validate_deepseek_v41_features checks "
+                                                  "config.json's model_type (deepseek_v41) from a DeepSeek-V4 hook; "
+                                                  "not modelled",
+        ("--enable-nvidia-megakernel",): "needs the sgl-nvidia-mega plugin installed: a property of the image, not "
+                                         "of the flags",
         ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100/SM120 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
                                                 "not modelled",
         ("--enable-amd-monokernel",): "an AMD kernel: its check asks the CUDA driver directly (not one of the patched "

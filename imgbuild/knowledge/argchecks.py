@@ -1,15 +1,21 @@
-"""The checks SGLang's ServerArgs.__post_init__ runs on the launch flags after argparse, that do
-not depend on the memory plan: each raises and the server never starts.
+"""The checks SGLang runs on the launch flags after argparse (ServerArgs.__post_init__; from 0.5.18 on
+the hooks of arg_groups/pipeline.py run_resolution_pipeline), that do not depend on the memory plan:
+each raises and the server never starts.
 
-Each rule follows sglang/srt/server_args.py of 0.5.11 (the handler it names) and applies to the
-releases whose server_args.py (or arg_groups/*.py) carries its exact message: the ranges below
-were read off the release wheels (.cache/wheels) by searching for the message text, and the
-0.5.11 behaviour was held against SGLang's own parser (tests/test_sglang_oracle.py). Rules are
-listed in __post_init__'s order, so the first one that applies is the error SGLang prints.
+Each rule applies to the releases whose sglang/srt sources carry its exact message: the ranges
+below were read off the release wheels (.cache/wheels) by searching for the message text, and
+held against SGLang's own parser for 0.5.9, 0.5.11 and 0.5.23 (tests/test_sglang_oracle.py). A
+rule's handler names the function that raises it in the newest release it covers (server_args.py's
+ServerArgs methods up to 0.5.17, arg_groups/*.py after). Rules are listed in the order SGLang runs
+them, so the first one that applies is the error SGLang prints. The per-architecture support lists
+(layer-norm SP, MegaMoE, CP decode attention TP, language-model-only, DSA) are kept per release and
+read config.json's architectures, which plan passes in.
 
 Deliberately not here: checks that need the machine (--enable-http2 needs the granian package,
---mamba-backend flashinfer needs flashinfer's mamba module, SSL files must exist), and those that
-depend on the attention backend SGLang resolves for the model (--enable-mis).
+--mamba-backend flashinfer needs flashinfer's mamba module, SSL files must exist, GPU generation
+checks), those that depend on what SGLang resolves for the model (--enable-mis: the attention
+backend; --enable-linear-replayssm: the mamba strategy), and prefill_complete's one message listing
+every unsupported feature of the setup.
 """
 
 from __future__ import annotations
@@ -109,11 +115,85 @@ _SPEC_NAMES = ("DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "S
 _MODEL_CONFIG_PARSERS = ("hf", "mistral")  # configs/model_config_parser_registry.py, 0.5.12-0.5.23
 
 
+# Per-architecture support lists, as (first release, last release, the list) segments read off each
+# wheel: SGLang checks these against config.json's architectures after argparse, so plan can too.
+_ArchList = tuple[tuple[str, str, tuple[str, ...]], ...]
+# layers/layernorm_sp.py SP_SUPPORTED_ARCHITECTURES (MUSE_SP_ARCHITECTURES added 0.5.23)
+_LAYERNORM_SP: _ArchList = (
+    ("0.5.19", "0.5.22", ("Qwen3ForCausalLM",)),
+    ("0.5.23", "0.5.23", ("MuseSparkForConditionalGeneration", "Qwen3ForCausalLM")),
+)
+# layers/cp/cp_decode_attn_tp.py CP_DECODE_ATTN_TP_SUPPORTED_ARCHS
+_CP_DECODE_ATTN_TP: _ArchList = (
+    ("0.5.17", "0.5.23", ("DeepseekV4ForCausalLM", "DeepseekV4ForCausalLMNextN", "DeepseekV4ForCausalLMDSpark",
+                          "GlmMoeDsaForCausalLM", "GlmMoeDsaForCausalLMNextN")),
+)
+# arg_groups/moe_hook.py validate_flashinfer_megamoe_model validated_architectures
+_MEGAMOE_COMMON = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM",
+                   "Glm4MoeForCausalLM")
+_MEGAMOE_TAIL = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM")
+_MEGAMOE: _ArchList = (
+    ("0.5.20", "0.5.20", (*_MEGAMOE_COMMON, *_MEGAMOE_TAIL)),
+    ("0.5.21", "0.5.22", (*_MEGAMOE_COMMON, "GlmMoeDsaForCausalLM", *_MEGAMOE_TAIL)),
+    ("0.5.23", "0.5.23", ("BeamForCausalLM", *_MEGAMOE_COMMON, "GlmMoeDsaForCausalLM", *_MEGAMOE_TAIL,
+                          "KimiK3ForConditionalGeneration", "KimiK3LinearForCausalLM")),
+)
+# server_args.py ServerArgs.LANGUAGE_MODEL_ONLY_ARCHITECTURES
+_LANGUAGE_MODEL_ONLY: _ArchList = (
+    ("0.5.18", "0.5.19", ("MuseGlimmerForConditionalGeneration",)),
+    ("0.5.20", "0.5.21", ("MuseGlimmerForConditionalGeneration", "Cosmos3ForConditionalGeneration",
+                          "Cosmos3EdgeForConditionalGeneration")),
+    ("0.5.22", "0.5.23", ("DeepseekV4ForCausalLM", "MuseGlimmerForConditionalGeneration",
+                          "Cosmos3ForConditionalGeneration", "Cosmos3EdgeForConditionalGeneration")),
+)
+# configs/model_config.py is_deepseek_dsa: one of these architectures (and an index_topk, not read here)
+_DSA_COMMON = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV3ForCausalLMNextN", "MistralLarge3ForCausalLM",
+               "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM")
+_LONGCAT = ("GlmMoeDsaForCausalLMNextN", "LongcatFlashForCausalLM", "LongcatFlashForCausalLMNextN")
+_DSA: _ArchList = (
+    ("0.5.16", "0.5.18", (*_DSA_COMMON, *_LONGCAT)),
+    ("0.5.19", "0.5.19", (*_DSA_COMMON, *_LONGCAT, "Dots3NoteForCausalLM", "Dots3NoteForCausalLMNextN")),
+    ("0.5.20", "0.5.23", (*_DSA_COMMON, *_LONGCAT, "Dots3NoteForCausalLM", "Dots3NoteForCausalLMNextN",
+                          "Glm5NextForConditionalGeneration", "Glm5NextForConditionalGenerationNextN",
+                          "HYV4ForCausalLM", "HYV4ForCausalLMNextN")),
+)
+_ARCHS = "_architectures"  # first_refusal's key for config.json's architectures (no SGLang dest has this name)
+_VERSION = "_version"
+
+
+def _arch_list(values: Values, segments: _ArchList) -> tuple[str, ...] | None:
+    """The support list of the release in ``values`` (None: that release has no such list)."""
+    version = Version(values[_VERSION])
+    return next((names for since, until, names in segments if Version(since) <= version <= Version(until)), None)
+
+
+def _archs(values: Values) -> tuple[str, ...]:
+    return tuple(values.get(_ARCHS) or ())
+
+
+def _first_arch_outside(values: Values, segments: _ArchList) -> bool:
+    # SGLang reads hf_config.architectures[0]; without a config there is nothing to check
+    names, archs = _arch_list(values, segments), _archs(values)
+    return names is not None and bool(archs) and archs[0] not in names
+
+
+def _no_arch_inside(values: Values, segments: _ArchList) -> bool:
+    names, archs = _arch_list(values, segments), _archs(values)
+    return names is not None and bool(archs) and not any(a in names for a in archs)
+
+
+def _lmo_reaches_list(values: Values) -> bool:
+    # model_hook.py handle_language_model_only refuses these combinations (other texts) before the list
+    combined = ("encoder_only", "language_only", "enable_prefix_mm_cache", "enable_broadcast_mm_inputs_process",
+                "mm_enable_dp_encoder")
+    return not any(_v(values, d) for d in combined) and _v(values, "disaggregation_mode", "null") == "null"
+
+
 CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("log-level", "prepare_server_args", "0.5.11", "0.5.23",
              lambda v: not _log_level_known(v),
              lambda v: f"AttributeError: module 'logging' has no attribute '{str(_v(v, 'log_level')).upper()}'"),
-    # 0.5.16+ runs these checks as hooks of arg_groups/pipeline.py run_resolution_pipeline, in that order
+    # from here on in the order of 0.5.23's arg_groups/pipeline.py run_resolution_pipeline
     ArgCheck("aux-hidden-layer-ids-alone", "arg_groups/validation_hook.py handle_aux_hidden_state_capture", "0.5.23", "0.5.23",
              lambda v: not _v(v, "enable_return_aux_hidden_states") and _v(v, "return_aux_hidden_state_layer_ids") is not None,
              lambda v: "ValueError: --return-aux-hidden-state-layer-ids requires --enable-return-aux-hidden-states."),
@@ -152,6 +232,10 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: _v(v, "model_config_parser", "auto") not in ("auto", *_MODEL_CONFIG_PARSERS),
              lambda v: f"ValueError: Unknown model-config parser {_v(v, 'model_config_parser')!r}. "
                        f"Registered: {sorted(_MODEL_CONFIG_PARSERS)}"),
+    ArgCheck("language-model-only-architectures", "arg_groups/model_hook.py handle_language_model_only", "0.5.18", "0.5.23",
+             lambda v: bool(_v(v, "language_model_only")) and _lmo_reaches_list(v) and _no_arch_inside(v, _LANGUAGE_MODEL_ONLY),
+             lambda v: f"ValueError: --language-model-only does not support {list(_archs(v))}. "
+                       f"Supported: {list(_arch_list(v, _LANGUAGE_MODEL_ONLY) or ())}."),
     ArgCheck("prefill-only-no-kv-needs-embedding", "arg_groups/kv_cache_hook.py validate_prefill_only_disable_kv_cache_args",
              "0.5.12", "0.5.23",
              lambda v: bool(_v(v, "prefill_only_disable_kv_cache")) and not _v(v, "is_embedding"),
@@ -170,6 +254,17 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("dwdp-equals-tp", "arg_groups/parallel_hook.py handle_dwdp", "0.5.17", "0.5.23",
              lambda v: _int(v, "dwdp_size") >= 2 and _int(v, "dwdp_size") != _int(v, *_TP),
              lambda v: f"AssertionError: dwdp_size ({_int(v, 'dwdp_size')}) must equal tp_size ({_int(v, *_TP)})"),
+    ArgCheck("dsa-cache-layer-split-architectures", "arg_groups/model_hook.py handle_model_specific_adjustments",
+             "0.5.16", "0.5.23",
+             lambda v: bool(_v(v, "enable_dsa_cache_layer_split")) and _first_arch_outside(v, _DSA),
+             lambda v: "ValueError: --enable-dsa-cache-layer-split is only supported for DSA (DeepSeek Sparse Attention) "
+                       "models."),
+    ArgCheck("cp-decode-attn-tp-architectures", "arg_groups/model_hook.py handle_model_specific_adjustments",
+             "0.5.17", "0.5.23",
+             lambda v: bool(_v(v, "enable_cp_decode_attn_tp")) and _first_arch_outside(v, _CP_DECODE_ATTN_TP),
+             lambda v: "ValueError: --enable-cp-decode-attn-tp is only supported for models whose attention linears are "
+                       f"replicated across CP ranks (attn_tp_size=1). Got {_archs(v)[0]}; supported: "
+                       f"{sorted(_arch_list(v, _CP_DECODE_ATTN_TP) or ())}."),
     ArgCheck("prefill-kv-dequant-needs-nvfp4", "arg_groups/kv_cache_hook.py handle_nvfp4_prefill_kv_dequant_dtype",
              "0.5.21", "0.5.23",
              lambda v: _v(v, "kv_cache_dtype", "auto") != "nvfp4" and _v(v, "prefill_kv_cache_dequant_dtype", "auto") != "auto",
@@ -209,6 +304,11 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("flashinfer-a2a-dispatch-type", "arg_groups/moe_hook.py handle_a2a_moe", "0.5.20", "0.5.23",
              lambda v: _v(v, "moe_a2a_backend") != "flashinfer" and _v(v, "flashinfer_a2a_dispatch_type") not in (None, "auto"),
              lambda v: "ValueError: --flashinfer-a2a-dispatch-type requires --moe-a2a-backend flashinfer."),
+    ArgCheck("flashinfer-megamoe-architectures", "arg_groups/moe_hook.py validate_flashinfer_megamoe_model",
+             "0.5.20", "0.5.23",
+             lambda v: _v(v, "moe_a2a_backend") == "flashinfer_megamoe" and _no_arch_inside(v, _MEGAMOE),
+             lambda v: f"ValueError: FlashInfer MegaMOE is not validated for model architectures {list(_archs(v))}. "
+                       f"Supported architectures: {sorted(_arch_list(v, _MEGAMOE) or ())}."),
     ArgCheck("shared-experts-tp-divides-attn-tp", "arg_groups/parallel_hook.py handle_shared_experts_tp", "0.5.21", "0.5.23",
              lambda v: _v(v, "shared_experts_tp_size") is not None
              and (int(_v(v, "shared_experts_tp_size")) < 1 or _attn_tp(v) % int(_v(v, "shared_experts_tp_size")) != 0),
@@ -264,6 +364,11 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("megamoe-layernorm-sp-needs-sp", "arg_groups/layernorm_sp_hook.py handle_layernorm_sp", "0.5.23", "0.5.23",
              lambda v: bool(_v(v, "enable_megamoe_for_layernorm_sp")) and not _v(v, "enable_layernorm_sp"),
              lambda v: "ValueError: --enable-megamoe-for-layernorm-sp requires --enable-layernorm-sp."),
+    ArgCheck("layernorm-sp-architectures", "arg_groups/layernorm_sp_hook.py validate_layernorm_sp", "0.5.19", "0.5.23",
+             lambda v: bool(_v(v, "enable_layernorm_sp")) and _first_arch_outside(v, _LAYERNORM_SP)
+             and not (_v(v, "enable_megamoe_for_layernorm_sp") and _archs(v)[0] != "MuseSparkForConditionalGeneration"),
+             lambda v: f"ValueError: --enable-layernorm-sp is only supported for {sorted(_arch_list(v, _LAYERNORM_SP) or ())}; "
+                       f"got {_archs(v)[0]}."),
     ArgCheck("prefix-mm-cache-encoder-only", "_handle_encoder_disaggregation", "0.5.7", "0.5.23",
              lambda v: bool(_v(v, "enable_prefix_mm_cache")) and not _v(v, "encoder_only"),
              lambda v: "ValueError: --enable-prefix-mm-cache requires --encoder-only to be enabled"),
@@ -300,9 +405,11 @@ CHECKS: tuple[ArgCheck, ...] = (
 )
 
 
-def first_refusal(version: str, values: Values) -> str | None:
-    """The error SGLang `version` raises after parsing these flag values, if one of the rules applies."""
+def first_refusal(version: str, values: Values, architectures: tuple[str, ...] = ()) -> str | None:
+    """The error SGLang `version` raises after parsing these flag values, if one of the rules applies.
+    ``architectures`` (config.json's) feeds the per-architecture support lists; without it those rules stay silent."""
+    seen = {**values, _ARCHS: tuple(architectures), _VERSION: version}
     for check in CHECKS:
-        if check.in_release(version) and check.applies(values):
-            return check.message(values)
+        if check.in_release(version) and check.applies(seen):
+            return check.message(seen)
     return None
