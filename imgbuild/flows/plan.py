@@ -173,6 +173,12 @@ def resolve_version(requested: str | None, *, architecture: str, matrix: Any) ->
 def read_gpus(options_gpu: str | None, *, matrix: Any, probe: Any, world: int, tp: int, pp: int) -> GpuView:
     allowance = startup_allowance_gib(tp, pp)
     if options_gpu:
+        from imgbuild.knowledge.customgpu import parse_custom_gpu
+
+        custom = parse_custom_gpu(options_gpu)  # '24GiBx2': a GPU matrix.yaml does not list
+        if custom is not None:
+            name, count, mib = custom
+            return GpuView(name, count, float(mib), mib / 1024 - allowance, allowance, "--gpu")
         spec, count = matrix.resolve_gpu(options_gpu)
         return GpuView(spec.name, count, float(spec.memory_mib), spec.memory_mib / 1024 - allowance, allowance, "--gpu")
     if probe is None:
