@@ -117,3 +117,13 @@ def test_modelopt_kv_cache_quant_algo_fp8_makes_auto_an_fp8_pool() -> None:
     assert _plan("llama-3.3-70b-nvfp4", "--kv-cache-dtype", "bfloat16")["per_gpu"]["kv_cell_bytes"] == 8 * 256 * 80 * 2
     # before 0.5.3 "auto" is the model dtype (model_runner.py: no kv_cache_quant_algo)
     assert _plan("llama-3.3-70b-nvfp4", sglang="0.5.2")["per_gpu"]["kv_cell_bytes"] == 8 * 256 * 80 * 2
+
+
+def test_nvfp4_needs_blackwell_before_0_5_13() -> None:
+    # model_loader/loader.py: "The quantization method ... is not supported for the current GPU"
+    plan = _plan("llama-3.3-70b-nvfp4")
+    assert plan["verdict"] == "does-not-fit"
+    assert ("The quantization method modelopt_fp4 is not supported for the current GPU. "
+            "Minimum capability: 100. Current capability: 90.") in plan["problems"][0] + str(plan.get("sglang_error"))
+    # 0.5.13 lowered ModelOptFp4Config's minimum to 80 (its Marlin fallback)
+    assert _plan("llama-3.3-70b-nvfp4", sglang="0.5.14")["verdict"] == "fits"

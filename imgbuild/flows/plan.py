@@ -376,6 +376,9 @@ def plan_launch(
         except UsageError as exc:
             raise UsageError(f"--speculative-draft-model-path: {exc.message}", hint=exc.hint) from exc
         inputs = replace(inputs, draft_geometry=draft.geometry)
+    listed = matrix.gpu_by_smi_name(gpus.name) if matrix is not None else None
+    if listed is not None and getattr(listed, "compute_capability", None):
+        inputs = replace(inputs, gpu_compute_capability=str(listed.compute_capability))
     plan = plan_memory(inputs)
     suggestions = suggest_changes(inputs, plan, gpus) if options.suggest else ()
     return PlanResult(

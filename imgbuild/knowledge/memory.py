@@ -499,6 +499,7 @@ class MemoryInputs:
     speculative_num_draft_tokens: int | None = None
     draft_model_external: bool = False  # --speculative-draft-model-path to another model
     draft_geometry: ModelGeometry | None = None  # that model's config.json, read by modelinfo
+    gpu_compute_capability: str | None = None  # "9.0": matrix.yaml's row for the GPU (None: unknown)
     disable_radix_cache: bool = False
     mamba_strategy: str = "auto"
     mamba_ssm_dtype: str | None = None
@@ -1014,10 +1015,40 @@ def _target_weights(g: ModelGeometry, tp: int, pp: int, vision_tp: int, attn_tp:
     return split, weights_gib
 
 
+def quant_min_capability(method: str, version: str) -> int | None:
+    """The compute capability (major x 10 + minor) a quantization method needs, where a method
+    imgbuild sizes refuses older GPUs outright (layers/quantization/modelopt_quant.py
+    get_min_capability: FP8 89; NVFP4 100 before 0.5.13, 80 from it, its Marlin fallback)."""
+    if method == "modelopt_fp4":
+        return 80 if _vkey(version) >= _vkey("0.5.13") else 100
+    if method == "modelopt_fp8":
+        return 89
+    return None
+
+
+def _check_capability(inp: MemoryInputs, out: _Outcome) -> None:
+    """model_loader/loader.py _get_quantization_config: a GPU below the method's minimum
+    capability stops the load before any weight is read."""
+    scheme, cc = inp.geometry.quant, inp.gpu_compute_capability
+    if scheme is None or not cc:
+        return
+    need = quant_min_capability(scheme.method, inp.rules.version)
+    major, _, minor = cc.partition(".")
+    if need is None or not (major.isdigit() and minor.isdigit()):
+        return
+    have = int(major) * 10 + int(minor)
+    if have < need:
+        out.fail(
+            f"ValueError: The quantization method {scheme.method} is not supported for the current GPU. "
+            f"Minimum capability: {need}. Current capability: {have}."
+        )
+
+
 def _weights(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tuple[float, float, float]:
     """Phase 2, target and draft weights, GiB per GPU: (target, draft, draft's transient
     embedding/head copy). model_runner.py load_model; models/qwen3_5_mtp.py for the draft."""
     g, tp = inp.geometry, inp.tp_size
+    _check_capability(inp, out)
     split, weights_gib = _target_weights(g, tp, inp.pp_size, 1 if inp.mm_enable_dp_encoder else tp, inp.attn_tp_size or tp)
     draft_weights_gib = 0.0
     draft_transient_gib = 0.0
