@@ -174,6 +174,7 @@ def test_fleet_node_set_down_under_a_running_job_fails_it_with_node_fail(slurm_u
     env, eng = docker_env
     run_env = {**os.environ, "DOCKER_HOST": env["DOCKER_HOST"], "IMGBUILD_GPU_SNAPSHOT": str(NODE_SNAPSHOT),
                "XDG_RUNTIME_DIR": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "node-data")}
+    containers_before = set(engine.containers_labelled(eng, engine.CERTIFY_LABEL))
     proc = subprocess.Popen([sys.executable, "-m", "imgbuild.cli", "fleet", "certify", standin_image[0],
                              "--target", "standin-l4", "--model-dir", str(model_dir), "--no-gpus", "--no-plan",
                              "--env", "STANDIN_FAIL=hang", "--timeout", "120", "--matrix", str(fleet_matrix(tmp_path)),
@@ -188,7 +189,19 @@ def test_fleet_node_set_down_under_a_running_job_fails_it_with_node_fail(slurm_u
         if node and any("starting " in s for s in seen):  # the node's certify has begun
             break
     assert node, "".join(seen)
-    time.sleep(1.0)
+    # Down only once the node's certify has its container: on a loaded 2-core machine its preflight
+    # took a minute after "starting", and a job killed before that leaves nothing to clean up.
+    deadline = time.monotonic() + 240
+    def launched() -> set[str]:  # the launch's container, not the GPU probe's
+        return (set(engine.containers_labelled(eng, engine.CERTIFY_LABEL)) - containers_before
+                - set(engine.containers_labelled(eng, engine.CERTIFY_LABEL, "gpu-probe")))
+
+    while not launched():
+        if time.monotonic() > deadline:
+            subprocess.run(["scancel", "--name", "imgbuild-certify", "--full"], capture_output=True)
+            proc.kill()
+            pytest.fail("the node's certify started no container in 240 s")
+        time.sleep(0.3)
     try:
         subprocess.run(["scontrol", "update", f"nodename={node}", "state=down", "reason=imgbuild-test-node-fail"],
                        check=True, capture_output=True, text=True)
@@ -204,8 +217,10 @@ def test_fleet_node_set_down_under_a_running_job_fails_it_with_node_fail(slurm_u
     assert row["slurm"]["state"] == "NODE_FAIL" and row["failure"]["stage"] == "node_fail", row
     assert "Node failure on" in rest
     assert node_state(node) in ("idle", "mixed")
-    node_certs = [p.stem for p in (tmp_path / "node-data" / "imgbuild" / "certs").glob("*.json")]
-    assert node_certs, "the node's certify started a certification"
+    deadline = time.monotonic() + 60  # the step's SIGTERM reaches the node's certify, which records its certificate
+    while not (node_certs := [p.stem for p in (tmp_path / "node-data" / "imgbuild" / "certs").glob("*.json")]):
+        assert time.monotonic() < deadline, "the node's certify recorded no certificate"
+        time.sleep(0.5)
     deadline = time.monotonic() + 30  # the step's SIGTERM reaches the node's certify, which removes its container
     while any(engine.containers_labelled(eng, engine.CERTIFY_LABEL, c) for c in node_certs):
         assert time.monotonic() < deadline, "a certify container outlived the failed node's job"
