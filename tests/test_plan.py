@@ -77,6 +77,17 @@ def test_seed_fits_on_0_5_23_where_auto_picks_extra_buffer(matrix) -> None:
     assert result.plan.kv_tokens >= 32768
 
 
+def test_eagle_topk_above_1_without_draft_tokens_keeps_no_intermediate_states(matrix) -> None:
+    """SGLang 0.5.23 leaves --speculative-num-draft-tokens None when --speculative-eagle-topk > 1 comes
+    alone, and its hybrid pool then holds no intermediate speculative states: a plan, not a crash."""
+    flags = ("--tp", "2", "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3",
+             "--speculative-eagle-topk", "4", "--disable-radix-cache")
+    alone = plan(matrix, *flags, sglang="0.5.23")
+    with_tokens = plan(matrix, *flags, "--speculative-num-draft-tokens", "8", sglang="0.5.23")
+    assert alone.verdict == "fits"
+    assert with_tokens.plan.kv_tokens < alone.plan.kv_tokens  # the states come out of the KV pool's share
+
+
 def test_json_has_the_agreed_fields(matrix) -> None:
     data = plan(matrix, *SEED_FLAGS, "--disable-radix-cache").to_dict()
     for key in ("fits", "verdict", "mem_fraction_static", "max_running_requests", "problems", "suggestions"):

@@ -75,10 +75,6 @@ KNOWN_IN = {
         ("--watermark-config", "x"): "reads the named JSON file: a property of the machine, not of the flags",
         ("--linear-attn-backend", "intel_xpu", "--page-size", "4"):
             "0.5.23 asserts no_buffer's page size (mamba_hook.py validate_mamba_no_buffer) where plan sets it to 1",
-        ("--speculative-num-steps", "3", "--speculative-eagle-topk", "4"):
-            "plan fails in memory.py _hybrid_state_pool: no draft token count (SGLang leaves it None at parse time "
-            "when --speculative-eagle-topk > 1 comes without --speculative-num-draft-tokens); the draft sizing is "
-            "outside this test's change",
         ("--disaggregation-decode-allocation-policy", "prefill_complete"):
             "pd_disaggregation_hook.py _validate_prefill_complete lists every unsupported feature of the setup (transfer "
             "backend, bootstrap registry, role switch ...) in one message; not modelled",

@@ -1156,11 +1156,14 @@ def _hybrid_state_pool(
             slots = inp.max_mamba_cache_size
             if algo is not None and mrr_per_dp is not None:
                 capped = min(max(1, mrr_per_dp), slots // _mamba_ratio(rules, s))
-                spec_intermediate = per_req * (capped + pad) * draft_tokens / GIB
+                spec_intermediate = per_req * (capped + pad) * (draft_tokens or 0) / GIB
         elif not s.radix and mrr_per_dp is not None:
             slots = max(1, mrr_per_dp)
             if algo is not None:
-                spec_intermediate = per_req * (slots + pad) * draft_tokens / GIB
+                # --speculative-eagle-topk > 1 without --speculative-num-draft-tokens leaves the count None
+                # through 0.5.23's parse; the pool then gets speculative_num_draft_tokens=None and keeps no
+                # intermediate states (kv_cache_configurator.py, overrides.py max_speculative_num_draft_tokens).
+                spec_intermediate = per_req * (slots + pad) * (draft_tokens or 0) / GIB
         else:
             budget = rest * inp.mamba_full_memory_ratio / (1 + inp.mamba_full_memory_ratio) * GIB
             if algo is not None and mrr_per_dp is not None:
