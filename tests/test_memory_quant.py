@@ -127,3 +127,37 @@ def test_nvfp4_needs_blackwell_before_0_5_13() -> None:
             "Minimum capability: 100. Current capability: 90.") in plan["problems"][0] + str(plan.get("sglang_error"))
     # 0.5.13 lowered ModelOptFp4Config's minimum to 80 (its Marlin fallback)
     assert _plan("llama-3.3-70b-nvfp4", sglang="0.5.14")["verdict"] == "fits"
+
+
+def test_suggest_offers_no_fp8_kv_cache_when_auto_already_serves_fp8(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A change that changes nothing is no offer: --kv-cache-dtype auto on a ModelOpt checkpoint
+    with kv_cache_quant_algo FP8 is already an FP8 pool."""
+    from dataclasses import replace
+
+    from imgbuild.knowledge import suggest
+    from imgbuild.knowledge.memory import MemoryInputs, plan_memory, rules_for
+
+    g = inspect_model(str(QUANTIZED / "llama-3.3-70b-nvfp4")).geometry
+    assert g.quant is not None
+    mib = 81559.0  # H100, one GPU, the model's full context at 0.6
+    gpus = suggest.GpuView("H100", 1, mib, mib / 1024 - 0.9, 0.9, "--gpu")
+
+    def base(geometry) -> MemoryInputs:
+        return MemoryInputs(rules=rules_for("0.5.14"), geometry=geometry, tp_size=1, attn_tp_size=1, gpu_total_mib=mib,
+                            free_before_load_gib=gpus.free_gib, mem_fraction_static=0.6, context_length=131072)
+
+    # the same checkpoint with a bfloat16 KV pool: FP8 KV is a real change and offered
+    bf16_kv = base(replace(g, quant=replace(g.quant, kv_cache_quant_algo=None)))
+    offers = suggest.suggest_changes(bf16_kv, plan_memory(bf16_kv), gpus)
+    assert any("--kv-cache-dtype" in s.flags for s in offers)
+    tried: list[str] = []
+
+    def spy(inp: MemoryInputs):
+        tried.append(inp.kv_cache_dtype)
+        return plan_memory(inp)
+
+    monkeypatch.setattr(suggest, "plan_memory", spy)
+    fp8_kv = base(g)
+    offers = suggest.suggest_changes(fp8_kv, plan_memory(fp8_kv), gpus)
+    assert offers and not any("--kv-cache-dtype" in s.flags for s in offers)
+    assert tried and set(tried) == {"auto"}  # never even re-planned

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from imgbuild.knowledge.memory import MemoryInputs, MemoryPlan, plan_memory, startup_allowance_gib
+from imgbuild.knowledge.memory import MemoryInputs, MemoryPlan, plan_memory, served_kv_cache_dtype, startup_allowance_gib
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,9 @@ def _moves(base: MemoryInputs, plan: MemoryPlan, gpus: GpuView) -> list[_Move]:
         moves.append(
             _Move("radix", COST_NO_RADIX, lambda inp: [(("--disable-radix-cache",), "no prefix caching", replace(inp, disable_radix_cache=True))])
         )
-    if base.kv_cache_dtype in ("auto", "bfloat16", "bf16", "float16"):
+    # "auto" as the pool is allocated: a checkpoint whose quant config sets kv_cache_quant_algo
+    # FP8 already serves FP8 (memory.checkpoint_kv_cache_dtype), so FP8 KV would change nothing
+    if served_kv_cache_dtype(base) in ("auto", "bfloat16", "bf16", "float16"):
         moves.append(
             _Move("kvfp8", COST_KV_FP8, lambda inp: [(("--kv-cache-dtype", "fp8_e4m3"), "FP8 KV cache", replace(inp, kv_cache_dtype="fp8_e4m3"))])
         )
