@@ -66,3 +66,20 @@ def test_a_missing_draft_is_bad_input_naming_the_flag() -> None:
     assert result.returncode == 2
     assert "--speculative-draft-model-path: model /nonexistent/draft" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_table_labels_an_external_draft_by_its_algorithm_and_mtp_layers_as_mtp() -> None:
+    def table(*flags: str, model: Path = TARGET, gpu: str = "H100 80GB HBM3x1") -> str:
+        result = CliRunner().invoke(cli, ["plan", str(model), "--gpu", gpu, "--sglang", "0.5.14", "--", *flags])
+        assert result.exit_code in (0, 1), result.output
+        return result.stdout
+
+    eagle3 = table("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(EAGLE3), *SPEC)
+    assert "EAGLE3 draft model weights, counted above" in eagle3 and "MTP" not in eagle3
+    standalone = table("--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", str(TARGET), *SPEC,
+                       model=DATA / "models" / "qwq-32b")
+    assert "STANDALONE draft model weights" in standalone and "MTP" not in standalone
+    # the target's own MTP layers (Qwen3.6's NEXTN) are the MTP draft
+    mtp = table("--tp", "2", "--speculative-algorithm", "NEXTN", *SPEC, model=DATA.parent.parent / "examples" / "qwen3.6-27b",
+                gpu="H100 80GB HBM3x2")
+    assert "draft (MTP) weights" in mtp

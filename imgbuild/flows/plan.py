@@ -73,6 +73,7 @@ class PlanResult:
     plan: MemoryPlan
     suggestions: tuple[Suggestion, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    draft_model_path: str | None = None  # --speculative-draft-model-path to another model
 
     @property
     def verdict(self) -> str:
@@ -396,6 +397,7 @@ def plan_launch(
         plan=plan,
         suggestions=suggestions,
         notes=tuple(notes),
+        draft_model_path=str(draft_path) if inputs.draft_model_external and draft_path else None,
     )
 
 
@@ -435,7 +437,9 @@ def _budget_rows(result: PlanResult) -> list[str]:
     rows.append(_row("Memory pool end. avail mem", f"{p.memory_pool_end_avail_gib:.2f}"))
     if p.draft_weights_gib:
         when = "counted above" if p.rules.draft_weights_before_kv else "loads after the pools"
-        rows.append(_row(f"draft (MTP) weights, {when}", f"{p.draft_weights_gib:.2f}"))
+        # the target's own MTP layers, or a separate model (EAGLE/EAGLE3/STANDALONE) at --speculative-draft-model-path
+        what = f"{p.speculative_algorithm} draft model weights" if result.draft_model_path else "draft (MTP) weights"
+        rows.append(_row(f"{what}, {when}", f"{p.draft_weights_gib:.2f}"))
         rows.append(_row("draft KV pool (same #tokens, its own layers)", f"{p.draft_kv_gib:.2f}"))
         if p.draft_transient_gib:
             rows.append(_row("draft's own embed + lm_head copy while it loads (transient)", f"{p.draft_transient_gib:.2f}"))
