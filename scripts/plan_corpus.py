@@ -71,13 +71,22 @@ def main(argv: list[str]) -> int:
             exits[r["exit"]] = exits.get(r["exit"], 0) + 1
         print(f"recorded {len(got)} plans to {path} (exit codes: {dict(sorted(exits.items()))})")
         return 0
-    want = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    differ = [(w, g) for w, g in zip(want, got) if w != g]
-    for w, g in differ[:20]:
+    want = {_key(w): w for w in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+    have = {_key(g): g for g in got}
+    common = [k for k in have if k in want]
+    differ = [k for k in common if want[k] != have[k]]
+    for k in differ[:20]:
+        w, g = want[k], have[k]
         print(f"differs: {w['model']} {w['gpu']} {w['sglang']} {' '.join(w['flags'])}: exit {w['exit']} -> {g['exit']}")
-    print(f"compared {len(got)} plans: {len(got) - len(differ)} identical, {len(differ)} differ")
-    return 1 if differ or len(want) != len(got) else 0
+    only_new, only_old = len(have) - len(common), len(want) - len(common)
+    print(f"compared {len(common)} plans: {len(common) - len(differ)} identical, {len(differ)} differ"
+          f" ({only_new} cases new since the record, {only_old} no longer in the corpus)")
+    return 1 if differ else 0
 
+
+def _key(case: dict) -> tuple:
+    """Cases are matched by what they plan, not by position: a model added to tests/data shifts no one."""
+    return case["model"], case["gpu"], case["sglang"], tuple(case["flags"])
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
