@@ -91,9 +91,14 @@ def test_features_detected_from_config(tmp_path: Path, config: dict, features: t
     assert inspect_model(str(write_config(tmp_path, config))).features == features
 
 
-def test_quantized_checkpoint_without_index_has_no_guessed_bytes(tmp_path: Path) -> None:
+def test_quantized_checkpoint_without_index_is_sized_from_its_quantization_config(tmp_path: Path) -> None:
+    # no index to read the bytes from: knowledge/quantscheme.py sizes the fp8 128x128-block
+    # scheme (plan sizes the weights the same way), and the size says where it came from
     info = inspect_model(str(write_config(tmp_path, DEEPSEEK_V3)))
-    assert info.quantization == "fp8" and info.weight_bytes is None
+    assert info.quantization == "fp8" and info.weight_bytes_source == "quantization config"
+    # deepseek-ai/DeepSeek-V3's index: total_size 688,586,727,753 (the weights, scales and the MTP layer)
+    assert info.weight_bytes is not None and abs(info.weight_bytes / 688_586_727_753 - 1) < 0.01
+    assert info.parameters_source == "shapes" and not info.geometry.checkpoint_bytes  # an estimate, not evidence
     assert info.mla and info.kv_lora_rank == 512 and info.moe_experts == 256
 
 

@@ -39,7 +39,9 @@ def inspect(model: str, as_json: bool) -> None:
         ("quantization", info.quantization or "none"),
         ("vision tower", "yes" if info.has_vision else "no"),
         ("parameters", f"{info.parameters:,} (from the {info.parameters_source})" if info.parameters else "?"),
-        ("weights", f"{info.weight_bytes:,} bytes ({gib(info.weight_bytes)})" if info.weight_bytes else "?"),
+        ("weights", f"{info.weight_bytes:,} bytes ({gib(info.weight_bytes)})"
+                    + (", computed from the quantization config" if info.weight_bytes_source == "quantization config" else "")
+                    if info.weight_bytes else "?"),
         ("features", ", ".join(info.features) or "none"),
     ]
     width = max(len(k) for k, _ in rows)

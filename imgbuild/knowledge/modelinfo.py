@@ -152,6 +152,8 @@ class ModelInfo:
     parameters: int | None
     weight_bytes: int | None
     parameters_source: str = "index"  # "index" (safetensors metadata) or "shapes"
+    # "index", "shapes" (parameters x dtype), "quantization config" (knowledge/quantscheme.py), None
+    weight_bytes_source: str | None = None
     parameter_breakdown: dict[str, int] = field(default_factory=dict, repr=False)
 
     @property
@@ -270,6 +272,7 @@ class ModelInfo:
             "has_vision": self.has_vision,
             "parameters": self.parameters,
             "weight_bytes": self.weight_bytes,
+            "weight_bytes_source": self.weight_bytes_source,
             "parameters_source": self.parameters_source,
             "parameter_breakdown": dict(self.parameter_breakdown),
             "features": list(self.features),
@@ -838,6 +841,19 @@ def _parameters_and_bytes(
     return counted, (counted * dtype_bytes if geometry.quantization is None else None), "shapes"
 
 
+def _quantized_checkpoint_bytes(g: ModelGeometry) -> int:
+    """A quantized checkpoint's bytes without an index: the target at TP 1 as plan sizes it
+    (packed projections at the scheme's bytes per weight, the rest in the model dtype), its MTP
+    layers at the target's bytes per parameter."""
+    # memory imports this module; imported here, when both are loaded
+    from imgbuild.knowledge.memory import split_weights, weights_per_gpu_bytes
+
+    split = split_weights(g, tp=1)
+    target = weights_per_gpu_bytes(g, split, tp=1)
+    per_param = target / max(1.0, split.target_per_gpu_params + split.vision_per_gpu_params)
+    return int(target + split.mtp_total_params * per_param)
+
+
 def _features(g: ModelGeometry) -> tuple[str, ...]:
     flags = (
         ("gdn-hybrid", g.linear_attention_layers > 0),
@@ -867,6 +883,9 @@ def describe_model(config: dict[str, Any], index: dict[str, Any] | None, *, sour
     parameters, weight_bytes, parameters_source = _parameters_and_bytes(g, breakdown, index)
     if parameters_source == "index":
         g = replace(g, checkpoint_bytes=weight_bytes, checkpoint_parameters=parameters)
+    bytes_source = parameters_source if weight_bytes is not None else None
+    if weight_bytes is None and g.quant is not None:
+        weight_bytes, bytes_source = _quantized_checkpoint_bytes(g), "quantization config"
     return ModelInfo(
         source=source,
         architectures=architectures,
@@ -877,6 +896,7 @@ def describe_model(config: dict[str, Any], index: dict[str, Any] | None, *, sour
         parameters=parameters,
         weight_bytes=weight_bytes,
         parameters_source=parameters_source,
+        weight_bytes_source=bytes_source,
         parameter_breakdown=breakdown,
     )
 
