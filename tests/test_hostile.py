@@ -405,6 +405,7 @@ def test_big_and_explosive_inputs_stay_under_10_s_and_500_mib_each(tmp_path: Pat
         (["plan", str(layers), *TARGET], env, 2, "num_hidden_layers is 1000000000"),
         (["inspect", str(deep)], env, 2, "nested too deeply"),
         (["inspect", "Qwen/Qwen3.6-27B"], hub_env, 3, "larger than 16 MiB, the cap for this file"),
+        (["diagnose", "/dev/zero"], env, 2, "log /dev/zero: larger than 64 MiB"),  # endless, and no newline
     ]
     try:
         for args, case_env, expected, message in cases:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import IO
+
 import click
 
 from imgbuild.cli import options
@@ -21,9 +24,8 @@ def diagnose(logfile: str, as_json: bool) -> None:
     from imgbuild.knowledge.triage import diagnose_log
 
     try:
-        with click.open_file(logfile, encoding="utf-8", errors="replace") as fh:
-            # line by line, split as str.splitlines does: a big log is never held twice
-            d = diagnose_log(part for raw in fh for part in raw.splitlines())
+        with click.open_file(logfile, "rb") as fh:
+            d = diagnose_log(_bounded_lines(fh, logfile))
     except OSError as exc:
         raise UsageError(f"cannot read log {logfile}: {exc.strerror or exc}") from None
     if as_json:
@@ -47,3 +49,20 @@ def diagnose(logfile: str, as_json: bool) -> None:
     if d.failed:
         raise SystemExit(1)
 
+
+
+MAX_LOG_BYTES = 64 * 2**20  # a failed launch's log is a few MiB; diagnose keeps every line
+MAX_LINE_BYTES = 2**20  # a longer "line" (no newline: /dev/zero, a binary) is read in parts
+
+
+def _bounded_lines(fh: IO[bytes], logfile: str) -> Iterator[str]:
+    """The log's lines, split as str.splitlines does, read a bounded part at a time: a file
+    past MAX_LOG_BYTES is bad input, refused before it is all read."""
+    total = 0
+    while raw := fh.readline(MAX_LINE_BYTES):
+        total += len(raw)
+        if total > MAX_LOG_BYTES:
+            where = "on stdin" if logfile == "-" else logfile
+            raise UsageError(f"log {where}: larger than {MAX_LOG_BYTES // 2**20} MiB, not one SGLang launch's log",
+                             hint="give the failed launch's own log, or its end: tail -c 16M LOG | imgbuild diagnose -")
+        yield from raw.decode("utf-8", errors="replace").splitlines()
