@@ -309,18 +309,23 @@ def inspect_model(source: str, *, hub: HubFetcher | None = None) -> ModelInfo:
         raise UsageError(exc.message, hint=f"{exc.hint}; {where}" if exc.hint else where) from exc
 
 
+_MODEL_HINT = "give a model directory holding config.json, a config.json path, or a Hugging Face id org/name"
+
+
 def read_model_files(source: str, *, hub: HubFetcher | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    if not source.strip():
+        # Path("") is the working directory: name the empty argument, not a missing ./config.json
+        raise UsageError(f"model {source!r}: an empty model path", hint=_MODEL_HINT)
     if is_local_source(source):
         path = Path(source).expanduser()
         if path.is_dir():
             config_path, index_path = path / CONFIG_NAME, path / INDEX_NAME
         elif path.is_file():
             config_path, index_path = path, path.with_name(INDEX_NAME)
+        elif path.exists():
+            raise UsageError(f"model {source}: a device, pipe or socket, not a directory or a file", hint=_MODEL_HINT)
         else:
-            raise UsageError(
-                f"model {source}: no such file or directory",
-                hint="give a model directory holding config.json, a config.json path, or a Hugging Face id org/name",
-            )
+            raise UsageError(f"model {source}: no such file or directory", hint=_MODEL_HINT)
         if not config_path.is_file():
             raise UsageError(f"model {source}: {config_path} is missing", hint="the directory must hold config.json")
         config = _parse_json(read_bounded(config_path, MAX_CONFIG_BYTES), str(config_path), local=True)
