@@ -1,7 +1,7 @@
 """`imgbuild plan` held against real SGLang start-up logs, as a user would run it.
 
 Each case is tests/data/plan_logs/NAME.json: the public thread (url), the model (a config under
-tests/data/models), the GPU as `--gpu` takes it, the release, the launch flags, the outcome the log
+tests/data/models or tests/data/plan_logs/models, each with a SOURCE.md citing it), the GPU as `--gpu` takes it, the release, the launch flags, the outcome the log
 shows (fits: "KV Cache is allocated. #tokens: N" / max_total_num_tokens; does-not-fit: "Not enough
 memory" or CUDA out of memory) and the logged KV token count where there is one. Its "log" names
 the excerpt (this folder, or tests/data/logs), whose first line cites the same thread.
@@ -26,7 +26,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES_DIR = ROOT / "tests" / "data" / "plan_logs"
-MODELS = ROOT / "tests" / "data" / "models"
+# the models of the corpus: tests/data/models where a config is there already, else this corpus's
+# own models/ (kept apart so scripts/plan_corpus.py, which plans every tests/data/models entry, is unchanged)
+MODEL_DIRS = (CASES_DIR / "models", ROOT / "tests" / "data" / "models")
 IMGBUILD = Path(sys.executable).parent / "imgbuild"
 KV_TOLERANCE = 0.05  # the issue's target for KV tokens
 
@@ -34,7 +36,7 @@ KV_TOLERANCE = 0.05  # the issue's target for KV tokens
 # regression against real launches; one that raises it should raise the floor here
 FLOOR = {
     "tuning": {"verdicts_right": 5, "kv_within_tolerance": 2},
-    "held_out": {"verdicts_right": 3, "kv_within_tolerance": 3},
+    "held_out": {"verdicts_right": 4, "kv_within_tolerance": 3},
 }
 
 
@@ -69,8 +71,12 @@ def load_cases() -> list[Case]:
 CASES = load_cases()
 
 
+def model_dir(case: Case) -> Path:
+    return next((d / case.model for d in MODEL_DIRS if (d / case.model / "config.json").is_file()), MODEL_DIRS[0] / case.model)
+
+
 def run_plan(case: Case) -> dict[str, Any]:
-    argv = [str(IMGBUILD), "plan", str(MODELS / case.model), "--gpu", case.gpu, "--sglang", case.sglang,
+    argv = [str(IMGBUILD), "plan", str(model_dir(case)), "--gpu", case.gpu, "--sglang", case.sglang,
             "--no-suggest", "--json", "--", *case.flags]
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode in (0, 1), f"{case.name}: exit {proc.returncode}: {proc.stderr.strip()}"
@@ -111,7 +117,7 @@ def test_every_case_cites_its_thread_and_has_its_model() -> None:
     for case in CASES:
         first = case.log.read_text().splitlines()[0]
         assert first.startswith("# source: " + case.url), (case.name, first)
-        assert (MODELS / case.model / "config.json").is_file(), case.name
+        assert (model_dir(case) / "config.json").is_file(), case.name
         assert case.outcome in ("fits", "does-not-fit"), case.name
 
 
