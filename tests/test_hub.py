@@ -193,6 +193,33 @@ def test_a_hostile_server_is_stopped_by_the_size_cap_or_the_deadline_and_nothing
     assert not [p for p in cache.rglob("*") if p.is_file()]
 
 
+def _drip_unsized(handler) -> None:
+    """One byte every 0.5 s with no Content-Length (HTTP/1.0 style: the body ends when the connection does)."""
+    handler.send_response(200)
+    handler.end_headers()
+    try:
+        for _ in range(1_000):
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+            time.sleep(0.5)
+    except OSError:
+        pass
+
+
+@pytest.mark.parametrize("answer", [_drip, _drip_unsized], ids=["declared-length", "unknown-length"])
+def test_a_trickling_body_is_given_up_after_seconds_not_at_the_deadline(hub_root: Path, tmp_path: Path,
+                                                                       answer) -> None:
+    """With the default 30 s deadline: a body whose rate cannot bring it in time (declared length) or
+    that arrives under 1 KiB/s (unknown length) is stopped at hub.SLOW_AFTER_S."""
+    from imgbuild.adapters import hub as hub_module
+
+    started = time.monotonic()
+    with HubServer(hub_root, answer={"config.json": answer}) as hub:
+        with pytest.raises(EnvironmentUnavailable, match=r"did not arrive within 30 s \(\d+ bytes received in [5-7]\.\d s\)"):
+            inspect_model("Qwen/Qwen3.6-27B", hub=HubClient(endpoint=hub.url, cache_dir=tmp_path / "c", offline=False))
+    assert time.monotonic() - started < hub_module.SLOW_AFTER_S + 3
+
+
 def test_an_html_answer_is_not_cached_and_the_fixed_server_is_asked_again(hub_root: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     html = {"config.json": lambda h: _send(h, b"<html>proxy login</html>", "text/html")}

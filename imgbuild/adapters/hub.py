@@ -41,6 +41,11 @@ MAX_FILE_BYTES = {
 DEFAULT_MAX_BYTES = 16 * 2**20
 DEADLINE_S = 30.0  # per file, start of the request to the last byte
 READ_TIMEOUT_S = 10.0
+# A body trickling in is given up early instead of at the deadline: after SLOW_AFTER_S, one whose
+# declared length cannot arrive in time at its rate so far, or one of unknown length arriving under
+# SLOW_RATE bytes/s (a config.json is a few KiB: a healthy link sends it in well under a second).
+SLOW_AFTER_S = 5.0
+SLOW_RATE = 1024
 
 # huggingface_hub/utils/_validators.py (validate_repo_id): 1-96 characters per part,
 # letters, digits, '-', '_', '.', not starting or ending with '-' or '.', no '--' or '..'.
@@ -236,8 +241,9 @@ class HubClient:
                     received += len(chunk)
                     if received > cap:
                         raise self._too_big(url, cap)
-                    if time.monotonic() - started > self.deadline_s:
-                        raise self._too_slow(url, received)
+                    elapsed = time.monotonic() - started
+                    if elapsed > self.deadline_s or self._trickling(elapsed, received, declared):
+                        raise self._too_slow(url, received, elapsed)
                     chunks.append(chunk)
                 return response.status_code, b"".join(chunks)
         except httpx.TimeoutException as exc:
@@ -267,8 +273,17 @@ class HubClient:
             hint="check HF_ENDPOINT; nothing was cached",
         )
 
-    def _too_slow(self, url: str, received: int | None) -> EnvironmentUnavailable:
-        got = "" if received is None else f" ({received} bytes received)"
+    def _trickling(self, elapsed: float, received: int, declared: str) -> bool:
+        if elapsed < min(SLOW_AFTER_S, self.deadline_s):
+            return False
+        if declared.isdigit():
+            return elapsed * int(declared) / received > self.deadline_s
+        return received / elapsed < SLOW_RATE
+
+    def _too_slow(self, url: str, received: int | None, elapsed: float | None = None) -> EnvironmentUnavailable:
+        got = "" if received is None else f" ({received} bytes received"
+        if received is not None:
+            got += f" in {elapsed:.1f} s)" if elapsed is not None else ")"
         return EnvironmentUnavailable(
             f"{url} did not arrive within {self.deadline_s:g} s{got}",
             hint="check the network or HF_ENDPOINT; nothing was cached",
