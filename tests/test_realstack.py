@@ -9,10 +9,10 @@ with `imgbuild build`, then held to what it must do without a GPU:
   message, triaged, and leaves no container.
 
 Cost: about 10 minutes cold on 2 cores (the stack's ~4 GB of wheels from PyPI, its install,
-the copy of the 8.6 GB environment into the final image). Docker's layer cache serves a second
-build on the same machine in seconds; at the end the test removes its image and the layers the
-build added (the disk returns to where it was) unless IMGBUILD_REALSTACK_KEEP=1 keeps them for
-the next run.
+the copy of the 8.6 GB environment into the final image; 610 s measured with other jobs running).
+At the end the test removes its image and the layers the build added (the disk returns to where
+it was) unless IMGBUILD_REALSTACK_KEEP=1 keeps them: the next run then reuses the image (build
+0 s, the whole module 77 s measured) and, without the variable, removes it.
 """
 
 from __future__ import annotations
@@ -79,9 +79,12 @@ def real_image(docker_engine, test_base_ref: str, tmp_path_factory: pytest.TempP
 
 def test_the_real_stack_builds_and_its_import_smoke_passes(real_image: dict, docker_engine) -> None:  # noqa: ANN001
     log = real_image["build_log"]
-    # The smoke runs in the build (or came from the layer cache of a run that passed it).
+    # The smoke runs in the build, or came from the layer cache of a run that passed it, or the
+    # image a kept run (IMGBUILD_REALSTACK_KEEP=1) built is reused: build tags only a build that passed.
     assert "imgbuild-smoke: ok: import sglang; import sglang.srt.server_args; import sglang.launch_server; " \
-           "pip check; python -m sglang.launch_server --help" in log or "RUN /opt/venv/bin/python /tmp/imgbuild/import-smoke.py" in log
+           "pip check; python -m sglang.launch_server --help" in log \
+        or "RUN /opt/venv/bin/python /tmp/imgbuild/import-smoke.py" in log \
+        or "an image with this recipe digest exists locally" in log, log[-3000:]
     assert "imgbuild-smoke: FAILED" not in log
     assert real_image["pins"]["sglang"] == "0.5.11" and real_image["pins"]["torch"] == "2.11.0"
     assert real_image["pins"].get("kernels", "").startswith("0.12.")  # the as-of-release lock's constraint
