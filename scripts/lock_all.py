@@ -120,6 +120,13 @@ def smoke_record(smoke: SmokeResult, *, python: str, as_of: str | None, today: s
     return record
 
 
+def resolver_root(message: str) -> str:
+    """uv's explanation of an unsatisfiable lock, from its first "Because" on, as one line."""
+    text = message[message.find("Because"):] if "Because" in message else message.split(": ", 1)[-1]
+    text = " ".join(text.replace(" | ", " ").split())
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
 def try_engine(engine: str, kind: str, args: argparse.Namespace, matrix: Matrix, today: str) -> Outcome:
     """Lock, install, smoke and clean up one engine; a lock or install failure is recorded too."""
     outcome = Outcome(engine=engine, kind=kind)
@@ -133,7 +140,7 @@ def try_engine(engine: str, kind: str, args: argparse.Namespace, matrix: Matrix,
         result = uvlock.lock_requirements(options)
     except UsageError as exc:  # the resolver found no solution: the release cannot be locked at all
         outcome.record = {"imports": False, "python": args.python, "as_of": when.exclude_newer or today,
-                          "checked": today, "step": "uv pip compile", "root": str(exc).split(": ", 1)[-1][-300:],
+                          "checked": today, "step": "uv pip compile", "root": resolver_root(exc.message),
                           "packages": []}
         return outcome
     outcome.seconds["lock"] = time.monotonic() - started
