@@ -73,18 +73,36 @@ def test_the_models_gpus_have_no_target_in_the_matrix() -> None:
 # ---------------------------------------------------------------- the decision
 
 
-def test_llama_on_one_l4_takes_the_newest_locked_release_its_base_and_no_flags() -> None:
-    d = decide_target(opts(LLAMA, "L4"), matrix=MATRIX)
+def test_llama_on_one_l40s_takes_the_newest_locked_release_its_base_and_no_flags() -> None:
+    d = decide_target(opts(LLAMA, "L40S"), matrix=MATRIX)
     t = d.target
     assert t is not None, d.refusal
     assert t.engine == newest_with_lock("LlamaForCausalLM", "3.12")
     assert t.base == newest_devel_base(bases_of(MATRIX.raw), MATRIX.engine(t.engine).cuda)
-    assert (t.python, t.gpus, t.launch_flags, t.model, t.name) == ("3.12", "L4x1", (), LLAMA, "llama-3.1-8b-instruct-l4x1")
+    assert (t.python, t.gpus, t.launch_flags, t.model, t.name) == ("3.12", "L40Sx1", (), LLAMA, "llama-3.1-8b-instruct-l40sx1")
     why = {r.step: r.why for r in d.reasons}
     assert list(why) == ["driver", "engine", "base", "python", "tp", "flags"]
     assert "registers LlamaForCausalLM" in why["engine"] and "has a lock for Python 3.12" in why["engine"]
-    assert why["flags"].startswith("no flags needed; plan: fits on 1 x L4")
+    assert why["flags"].startswith("no flags needed; plan: fits on 1 x L40S")
     assert "SGLang's default" in why["tp"]
+
+
+def test_llama_on_one_l4_gets_flags_that_leave_a_useful_kv_pool() -> None:
+    """On 1 x L4, SGLang 0.5.23's default leaves Llama-3.1-8B no KV cache; plan's cheapest change
+    (a higher --mem-fraction-static) starts with a few hundred tokens, so the next one is taken."""
+    from imgbuild.flows.targetadd import USEFUL_KV_TOKENS
+
+    d = decide_target(opts(LLAMA, "L4"), matrix=MATRIX)
+    assert d.target is not None, d.refusal
+    assert d.target.engine == newest_with_lock("LlamaForCausalLM", "3.12")
+    assert d.plan["verdict"] == "fits"
+    assert d.plan["kv_tokens"] >= min(d.plan["context_length"], USEFUL_KV_TOKENS)
+    why = {r.step: r.why for r in d.reasons}["flags"]
+    if d.target.launch_flags:  # the release's defaults do not fit: the reason says what was changed and why
+        assert why.startswith("the given flags plus plan's cheapest change that fits: ")
+        assert "--mem-fraction-static" in d.target.launch_flags
+    else:
+        assert why.startswith("no flags needed")
 
 
 def test_qwen3_moe_on_two_h100_gets_tp_2() -> None:

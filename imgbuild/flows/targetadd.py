@@ -255,6 +255,11 @@ def _plan_summary(result: PlanResult) -> dict[str, Any]:
             "gpu": f"{result.gpu_count} x {result.gpu_name}"}
 
 
+# A change that fits but leaves the KV pool smaller than this (or than the context, if shorter) is
+# passed over for the next one: SGLang starts, yet serves one short request at a time.
+USEFUL_KV_TOKENS = 4096
+
+
 def fit_flags(info: ModelInfo, flags: tuple[str, ...], gpu: str, engine: str, matrix: Matrix,
               ) -> tuple[tuple[str, ...], PlanResult, str | None]:
     """(the flags that fit, their plan, what was changed and why) or the first plan that does not
@@ -262,14 +267,25 @@ def fit_flags(info: ModelInfo, flags: tuple[str, ...], gpu: str, engine: str, ma
     first = _plan(info, flags, gpu, engine, matrix, suggest=True)
     if first.fits:
         return flags, first, None
+    problem = first.problems[0] if first.problems else first.verdict
+    scant: tuple[tuple[str, ...], PlanResult, str] | None = None
     for s in first.suggestions:
         if s.verdict != "fits" or s.gpu or any(f.startswith("(") for f in s.flags):
             continue  # another GPU set, or a change that is not a flag (drop speculative decoding)
         changed = merge_flags(flags, s.flags)
         again = _plan(info, changed, gpu, engine, matrix, suggest=False)
-        if again.fits:
-            problem = first.problems[0] if first.problems else first.verdict
-            return changed, again, f"{' '.join(s.flags)} ({s.description}); as given: {problem}"
+        if not again.fits:
+            continue
+        why = f"{' '.join(s.flags)} ({s.description}); as given: {problem}"
+        if again.plan.kv_tokens >= min(again.plan.context_length, USEFUL_KV_TOKENS):
+            if scant is not None:
+                why += (f"; the cheaper {' '.join(scant[0][len(flags):]) or 'change'} leaves only "
+                        f"{scant[1].plan.kv_tokens:,} KV tokens (under {USEFUL_KV_TOKENS:,}) and was passed over")
+            return changed, again, why
+        if scant is None:  # starts, but a pool this small serves one short request at a time
+            scant = changed, again, why
+    if scant is not None:
+        return scant[0], scant[1], scant[2] + f"; only {scant[1].plan.kv_tokens:,} KV tokens: no change found leaves more"
     return flags, first, None
 
 
