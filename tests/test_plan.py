@@ -254,3 +254,27 @@ def test_suggest_changes_is_a_pure_search_over_memory_plans(matrix) -> None:
     assert suggestions and all(s.verdict == "fits" for s in suggestions)
     assert suggestions[0].flags[:2] == ("--tp-size", "2") and suggestions[0].gpu == "NVIDIA RTX A6000x2"
     assert [s.cost for s in suggestions] == sorted(s.cost for s in suggestions)
+
+
+LLAMA = str(ROOT / "tests" / "data" / "models" / "llama-3.1-8b")
+
+
+@pytest.mark.parametrize("flags, sglang, raised", [
+    # managers/tp_worker.py: max_req_input_len = min(context_len - 1, pool - 1) - 5 must be > 0
+    (("--context-length", "3"), "0.5.23", "AssertionError: Memory pool size is too small"),
+    # ReqToTokenPool's context_len + 4 columns, before that
+    (("--context-length", "-5"), "0.5.11", "RuntimeError: Trying to create tensor with negative dimension -1"),
+    # check_server_args: chunked_prefill_size % page_size (real 0.5.11 and 0.5.23 raise exactly this)
+    (("--page-size", "0"), "0.5.11", "ZeroDivisionError: integer modulo by zero"),
+    (("--page-size", "0"), "0.5.23", "ZeroDivisionError: integer modulo by zero"),
+    # cuda_graph_runner.py get_batch_sizes_to_capture (0.5.1-0.5.13)
+    (("--cuda-graph-max-bs", "-1"), "0.5.11", "AssertionError: capture_bs=[-1]"),
+])
+def test_flags_sglang_accepts_but_cannot_start_with_are_a_verdict_quoting_its_error(matrix, flags, sglang, raised) -> None:
+    opts = PlanOptions(model=LLAMA, flags=flags, gpu="H100 80GB HBM3x1", sglang=sglang, server_args_path=SERVER_ARGS)
+    result = plan_launch(opts, matrix=matrix)
+    assert not result.fits and result.problems[0] == raised
+    assert result.suggestions == ()  # no memory change fixes a flag
+    # the same flags with sound values start
+    ok = {"--context-length": "8192", "--page-size": "16", "--cuda-graph-max-bs": "8"}[flags[0]]
+    assert plan_launch(replace(opts, flags=(flags[0], ok)), matrix=matrix).fits

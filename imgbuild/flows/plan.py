@@ -16,7 +16,7 @@ from typing import Any
 from packaging.version import Version
 
 from imgbuild.errors import UsageError
-from imgbuild.knowledge.argchecks import first_refusal
+from imgbuild.knowledge.argchecks import first_refusal, first_start_failure
 from imgbuild.knowledge.launchflags import LaunchCommand, LaunchConfig, parse_flags, split_command
 from imgbuild.knowledge.memory import (
     MemoryInputs,
@@ -380,8 +380,8 @@ def plan_launch(
     listed = matrix.gpu_by_smi_name(gpus.name) if matrix is not None else None
     if listed is not None and getattr(listed, "compute_capability", None):
         inputs = replace(inputs, gpu_compute_capability=str(listed.compute_capability))
-    plan = plan_memory(inputs)
-    suggestions = suggest_changes(inputs, plan, gpus) if options.suggest else ()
+    plan, started = _with_start_failure(plan_memory(inputs), rules.version, launch, geometry)
+    suggestions = suggest_changes(inputs, plan, gpus) if options.suggest and not started else ()
     return PlanResult(
         model=model,
         architecture=geometry.architecture,
@@ -399,6 +399,13 @@ def plan_launch(
         notes=tuple(notes),
         draft_model_path=str(draft_path) if inputs.draft_model_external and draft_path else None,
     )
+
+
+def _with_start_failure(plan: MemoryPlan, version: str, launch: LaunchConfig, g: ModelGeometry) -> tuple[MemoryPlan, str | None]:
+    """The plan failed with what SGLang raises as it starts on flags it accepted (argchecks
+    START_CHECKS), when nothing earlier stops it; no memory change fixes those."""
+    started = None if plan.refusal or plan.failure else first_start_failure(version, launch.values, hybrid=g.hybrid)
+    return (replace(plan, failure=started) if started else plan), started
 
 
 _LABEL_WIDTH = 64

@@ -413,3 +413,55 @@ def first_refusal(version: str, values: Values, architectures: tuple[str, ...] =
         if check.in_release(version) and check.applies(seen):
             return check.message(seen)
     return None
+
+
+def _page_size_zero(values: Values, version: str, hybrid: bool) -> str | None:
+    # server_args.py check_server_args (engine.py runs it at launch; 0.5.23 arg_groups/validation_hook.py):
+    # chunked_prefill_size % page_size. A hybrid model's page size is resolved first (0.5.11 resets it
+    # to 1 under no_buffer), so plan leaves those to the memory plan.
+    if hybrid or _v(values, "page_size") != 0 or _v(values, "disaggregation_mode") == "decode":
+        return None
+    chunk = _v(values, "chunked_prefill_size")
+    return "ZeroDivisionError: integer modulo by zero" if chunk is None or int(chunk) > 0 else None
+
+
+def _context_too_short(values: Values, version: str, hybrid: bool) -> str | None:
+    # model_executor/model_runner_kv_cache_mixin.py (0.5.11): ReqToTokenPool holds context_len + 4
+    # (+ draft tokens) columns; managers/tp_worker.py then asserts max_req_input_len =
+    # min(context_len - 1, pool - 1) - 5 > 0
+    ctx = _v(values, "context_length")
+    if ctx is None or int(ctx) >= 7:
+        return None
+    columns = int(ctx) + 4 + int(_v(values, "speculative_num_draft_tokens", 0) if _spec_algorithm(values) else 0)
+    if columns < 0:
+        return f"RuntimeError: Trying to create tensor with negative dimension {columns}"
+    return "AssertionError: Memory pool size is too small"
+
+
+def _graph_bs_not_positive(values: Values, version: str, hybrid: bool) -> str | None:
+    # model_executor/cuda_graph_runner.py get_batch_sizes_to_capture (0.5.1-0.5.13): server_args.py
+    # turns --cuda-graph-max-bs N <= 0 into cuda_graph_bs [N], and capture asserts capture_bs[0] > 0
+    bs = _v(values, "cuda_graph_max_bs")
+    if bs is None or int(bs) > 0 or _v(values, "disable_cuda_graph") or _v(values, "cuda_graph_bs"):
+        return None
+    return f"AssertionError: capture_bs=[{int(bs)}]"
+
+
+# Values SGLang's argparse and post-parse checks accept but its start-up then raises on, in the
+# order it starts: check_server_args at launch, the request pool, CUDA graph capture. Each as
+# (since, until, the check), ranges read off the release wheels by the assertion's text.
+START_CHECKS: tuple[tuple[str, str, Callable[[Values, str, bool], str | None]], ...] = (
+    ("0.5.1", "0.5.23", _page_size_zero),
+    ("0.5.1", "0.5.23", _context_too_short),
+    ("0.5.1", "0.5.13", _graph_bs_not_positive),
+)
+
+
+def first_start_failure(version: str, values: Values, *, hybrid: bool = False) -> str | None:
+    """The error SGLang `version` raises while starting with these accepted flag values, if any."""
+    for since, until, check in START_CHECKS:
+        if Version(since) <= Version(version) <= Version(until):
+            message = check(values, version, hybrid)
+            if message:
+                return message
+    return None
