@@ -260,8 +260,10 @@ LLAMA = str(ROOT / "tests" / "data" / "models" / "llama-3.1-8b")
 
 
 @pytest.mark.parametrize("flags, sglang, raised", [
-    # managers/tp_worker.py: max_req_input_len = min(context_len - 1, pool - 1) - 5 must be > 0
-    (("--context-length", "3"), "0.5.23", "AssertionError: Memory pool size is too small"),
+    # managers/tp_worker.py: max_req_len = min(context_len - 1, pool - 1) must be > 0, and through
+    # 0.5.13 max_req_len - 5 too
+    (("--context-length", "3"), "0.5.11", "AssertionError: Memory pool size is too small"),
+    (("--context-length", "1"), "0.5.23", "AssertionError: Memory pool size is too small"),
     # ReqToTokenPool's context_len + 4 columns, before that
     (("--context-length", "-5"), "0.5.11", "RuntimeError: Trying to create tensor with negative dimension -1"),
     # check_server_args: chunked_prefill_size % page_size (real 0.5.11 and 0.5.23 raise exactly this)

@@ -426,11 +426,11 @@ def _page_size_zero(values: Values, version: str, hybrid: bool) -> str | None:
 
 
 def _context_too_short(values: Values, version: str, hybrid: bool) -> str | None:
-    # model_executor/model_runner_kv_cache_mixin.py (0.5.11): ReqToTokenPool holds context_len + 4
-    # (+ draft tokens) columns; managers/tp_worker.py then asserts max_req_input_len =
-    # min(context_len - 1, pool - 1) - 5 > 0
+    # model_executor/model_runner_kv_cache_mixin.py (0.5.11; 0.5.23 mem_cache/kv_cache_configurator.py):
+    # ReqToTokenPool holds context_len + 4 (+ draft tokens) columns; managers/tp_worker.py then asserts
+    # max_req_len = min(context_len - 1, pool - 1) > 0, and through 0.5.13 also max_req_len - 5 > 0
     ctx = _v(values, "context_length")
-    if ctx is None or int(ctx) >= 7:
+    if ctx is None or int(ctx) >= (7 if Version(version) < Version("0.5.14") else 2):
         return None
     columns = int(ctx) + 4 + int(_v(values, "speculative_num_draft_tokens", 0) if _spec_algorithm(values) else 0)
     if columns < 0:
