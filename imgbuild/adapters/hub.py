@@ -281,13 +281,14 @@ class HubClient:
         return received / elapsed < SLOW_RATE
 
     def _too_slow(self, url: str, received: int | None, elapsed: float | None = None) -> EnvironmentUnavailable:
-        got = "" if received is None else f" ({received} bytes received"
-        if received is not None:
-            got += f" in {elapsed:.1f} s)" if elapsed is not None else ")"
-        return EnvironmentUnavailable(
-            f"{url} did not arrive within {self.deadline_s:g} s{got}",
-            hint="check the network or HF_ENDPOINT; nothing was cached",
-        )
+        if received is None or elapsed is None:
+            what = f"did not arrive within {self.deadline_s:g} s"
+        elif elapsed <= self.deadline_s:  # given up early: the rate so far cannot make the deadline
+            what = (f"did not arrive within {self.deadline_s:g} s: {received} bytes in {elapsed:.1f} s, "
+                    f"too slow to finish in time")
+        else:
+            what = f"did not arrive within {self.deadline_s:g} s ({received} bytes received)"
+        return EnvironmentUnavailable(f"{url} {what}", hint="check the network or HF_ENDPOINT; nothing was cached")
 
     @staticmethod
     def _store(path: Path, data: bytes) -> None:
