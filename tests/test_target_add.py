@@ -227,6 +227,16 @@ def test_make_model_gpu_adds_the_target_renders_it_and_reuses_it_next_time(tmp_p
     assert [t["target"] for t in json.loads(every.stdout)["targets"]] == ["llama-3.1-8b-instruct-l4x1"]
 
 
+
+def test_make_model_gpu_makes_the_targets_file_it_is_given(tmp_path: Path) -> None:
+    """--targets (or $IMGBUILD_TARGETS) naming a file that does not exist yet: make, like target add, makes it."""
+    args = ["--until", "render", "--state", str(tmp_path / "state"), *model_dir_args(LLAMA)]
+    done = imgbuild("--targets", "team/new.yaml", "make", LLAMA, "--gpu", "L4", *args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "written: team/new.yaml:" in done.stderr and "render: done" in done.stderr
+    assert "llama-3.1-8b-instruct-l4x1" in (tmp_path / "team" / "new.yaml").read_text()
+
+
 # ---------------------------------------------------------------- certify on the stand-in
 
 

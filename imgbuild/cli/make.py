@@ -42,7 +42,8 @@ def _make_targets(names: tuple[str, ...], all_targets: bool, matrix: Matrix) -> 
     return tuple(find_target(matrix.raw, name) for name in names)
 
 
-def _model_dirs(pairs: tuple[str, ...]) -> dict[str, str]:
+def model_dirs(pairs: tuple[str, ...]) -> dict[str, str]:
+    """--model-dir ID=DIR pairs as {ID: DIR}; a pair without both halves is exit 2."""
     out = {}
     for pair in pairs:
         model, sep, directory = pair.partition("=")
@@ -112,11 +113,11 @@ def make(target_names: tuple[str, ...], all_targets: bool, until: str, force: bo
     targets = _make_targets(target_names, all_targets, matrix)
     state = make_mod.StateStore(Path(state_dir) if state_dir else None)
     certifier = make_certifier(site, run_on=run_on, state_root=state.root, matrix=matrix, matrix_path=matrix_path,
-                               model_dirs=_model_dirs(model_dir_pairs), attach_gpus=not no_gpus, store_dir=store_dir)
+                               model_dirs=model_dirs(model_dir_pairs), attach_gpus=not no_gpus, store_dir=store_dir)
     settings = make_mod.StepSettings(
         matrix=matrix, locks_dir=locks_dir_of(matrix), render_dir=state.root / "contexts", repository=repository,
         base_override=base_ref, ca_bundle=Path(ca_bundle) if ca_bundle else None, pip_index_url=pip_index_url,
-        model_dirs=_model_dirs(model_dir_pairs), destination=destination, allow_uncertified=allow_uncertified,
+        model_dirs=model_dirs(model_dir_pairs), destination=destination, allow_uncertified=allow_uncertified,
         certify_attach_gpus=not no_gpus, store_dir=Path(store_dir) if store_dir else None,
         remote_certify=certifier.certify if certifier else None,
     )
@@ -164,7 +165,7 @@ def report(out_dir: str, model_dir_pairs: tuple[str, ...], state_dir: str | None
     matrix = load_matrix(matrix_path)
     result = write_report(ReportOptions(
         out_dir=Path(out_dir), state_dir=Path(state_dir) if state_dir else None,
-        store_dir=Path(store_dir) if store_dir else None, model_dirs=_model_dirs(model_dir_pairs),
+        store_dir=Path(store_dir) if store_dir else None, model_dirs=model_dirs(model_dir_pairs),
         generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")), matrix=matrix)
     doc = result.document
     counts = doc["statuses"]

@@ -52,13 +52,9 @@ def host_driver() -> str | None:
 
 def model_dir_of(model: str, pairs: tuple[str, ...]) -> str | None:
     """The directory --model-dir ID=DIR gives for MODEL (None: read MODEL itself)."""
-    dirs = {}
-    for pair in pairs:
-        model_id, sep, directory = pair.partition("=")
-        if not sep or not model_id or not directory:
-            raise UsageError(f"--model-dir {pair!r}: write MODEL_ID=DIRECTORY")
-        dirs[model_id] = directory
-    return dirs.get(model)
+    from imgbuild.cli.make import model_dirs
+
+    return model_dirs(pairs).get(model)
 
 
 def add_target(opts: TargetAddOptions, *, matrix_path: str | None) -> tuple[TargetDecision, str | None]:
@@ -164,9 +160,9 @@ def make_model_target(names: tuple[str, ...], *, gpu: str | None, driver: str | 
     from imgbuild.cli.app import load_matrix
     from imgbuild.flows.targetadd import TargetAddOptions, team_target_for
 
-    matrix = load_matrix(matrix_path)
     if gpu is None:
-        return matrix, names
+        return load_matrix(matrix_path), names
+    _, matrix = load_shipped_and_team(matrix_path, team_file_path())  # the file may not exist yet: target add makes it
     if len(names) != 1:
         raise UsageError("--gpu goes with one MODEL: imgbuild make MODEL --gpu NAME[xN]")
     model = names[0]
