@@ -28,7 +28,7 @@ def test_sizes_parse_and_names_pass_through(text: str, want: tuple | None) -> No
     assert parse_custom_gpu(text) == want
 
 
-@pytest.mark.parametrize("text", ["0MiB", "512MiB", "5000000GiB", "24GiBx0", "24GiBx5000", "24 TB", "24.5.1GiB"])
+@pytest.mark.parametrize("text", ["0MiB", "512MiB", "5000000GiB", "24GiBx0", "24GiBx5000", "24GiBx123456", "24GiBx2x2", "24 TB", "24.5.1GiB"])
 def test_bad_sizes_are_usage_errors(text: str) -> None:
     with pytest.raises(UsageError):
         parse_custom_gpu(text)

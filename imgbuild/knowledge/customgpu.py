@@ -13,9 +13,10 @@ import re
 from imgbuild.errors import UsageError
 
 _CUSTOM = re.compile(
-    r"^\s*(?P<size>\d{1,7}(?:\.\d{1,3})?)\s*(?P<unit>mib|gib|gb)(?:\s*[x×]\s*(?P<count>\d{1,5}))?\s*$", re.IGNORECASE
+    r"^\s*(?P<size>\d{1,7}(?:\.\d{1,3})?)\s*(?P<unit>mib|gib|gb)(?:\s*[x×]\s*(?P<count>\d{1,7}))?\s*$", re.IGNORECASE
 )
-_LOOKS_CUSTOM = re.compile(r"^\s*[\d.]+\s*(mib|gib|gb|mb|tib|tb)\b", re.IGNORECASE)
+# A size, then anything but a letter other than the count's x ("24GiBx2x2" is a malformed size, not a name)
+_LOOKS_CUSTOM = re.compile(r"^\s*[\d.]+\s*(mib|gib|gb|mb|tib|tb)(?![a-wyz])", re.IGNORECASE)
 MIN_MIB, MAX_MIB = 1024, 4 * 1024 * 1024  # 1 GiB .. 4 TiB per GPU
 MAX_COUNT = 1024
 
