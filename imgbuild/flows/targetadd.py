@@ -268,7 +268,7 @@ def fit_flags(info: ModelInfo, flags: tuple[str, ...], gpu: str, engine: str, ma
     if first.fits:
         return flags, first, None
     problem = first.problems[0] if first.problems else first.verdict
-    scant: tuple[tuple[str, ...], PlanResult, str] | None = None
+    scant: tuple[tuple[str, ...], PlanResult, str, tuple[str, ...]] | None = None  # flags, plan, why, the change
     for s in first.suggestions:
         if s.verdict != "fits" or s.gpu or any(f.startswith("(") for f in s.flags):
             continue  # another GPU set, or a change that is not a flag (drop speculative decoding)
@@ -279,13 +279,14 @@ def fit_flags(info: ModelInfo, flags: tuple[str, ...], gpu: str, engine: str, ma
         why = f"{' '.join(s.flags)} ({s.description}); as given: {problem}"
         if again.plan.kv_tokens >= min(again.plan.context_length, USEFUL_KV_TOKENS):
             if scant is not None:
-                why += (f"; the cheaper {' '.join(scant[0][len(flags):]) or 'change'} leaves only "
-                        f"{scant[1].plan.kv_tokens:,} KV tokens (under {USEFUL_KV_TOKENS:,}) and was passed over")
+                why += (f"; the cheaper {' '.join(scant[3])} leaves only {scant[1].plan.kv_tokens:,} KV tokens "
+                        f"(under {USEFUL_KV_TOKENS:,}) and was passed over")
             return changed, again, why
         if scant is None:  # starts, but a pool this small serves one short request at a time
-            scant = changed, again, why
+            scant = changed, again, why, tuple(s.flags)
     if scant is not None:
-        return scant[0], scant[1], scant[2] + f"; only {scant[1].plan.kv_tokens:,} KV tokens: no change found leaves more"
+        flags_, result, why, _change = scant
+        return flags_, result, why + f"; only {result.plan.kv_tokens:,} KV tokens: no change found leaves more"
     return flags, first, None
 
 
@@ -327,7 +328,9 @@ def decide_target(opts: TargetAddOptions, *, matrix: Matrix, hub: HubFetcher | N
     gpus = f"{spec.name}x{count}"
     name = opts.name or default_name(opts.model, spec, count, opts.base_name)
     if not _TARGET_NAME.fullmatch(name):
-        raise UsageError(f"--name {name[:64]!r}: a target name is 1 to 128 lowercase letters, digits, '.', '_' or '-'",
+        what = (f"--name {name[:64]!r}" if opts.name
+                else f"the target name {name[:64]!r} made from MODEL and --base-name")
+        raise UsageError(f"{what}: a target name is 1 to 128 lowercase letters, digits, '.', '_' or '-'",
                          hint="e.g. --name llama-3.1-8b-l4x1")
     if name in (taken or {}):
         raise UsageError(f"target {name!r} already exists ({(taken or {})[name]})",
@@ -507,14 +510,14 @@ def write_targets_file(path: Path, text: str, *, expected: str | None,
     folder = path.parent if str(path.parent) else Path(".")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name[:50]}.", suffix=".tmp")
     except OSError as exc:
         raise UsageError(f"cannot write the targets file {path}: {exc.strerror or exc}",
                          hint="give --targets a file in a folder you can write to") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, (path.stat().st_mode & 0o777) if path.exists() else 0o644)  # the team's file keeps its mode
         if validate is not None:
             validate(Path(tmp))
         now = path.read_text(encoding="utf-8") if path.exists() else None
