@@ -47,7 +47,7 @@ def test_matrix_show_names_a_release_whose_lock_does_not_import(failing_matrix: 
     assert done.returncode == 0, done.stderr
     row = next(line for line in done.stdout.splitlines() if line.startswith("0.5.11 "))
     assert "2026-05-07" in row and " NO (today: " in row
-    assert "warning: SGLang 0.5.11: its lock as of the release" in done.stdout and "kernels 0.17.2" in done.stdout
+    assert "warning: SGLang 0.5.11: its lock as of the release" in done.stderr and "kernels 0.17.2" in done.stderr
     one = json.loads(imgbuild("matrix", "show", "--sglang", "0.5.11", "--json", "--matrix", str(failing_matrix),
                               tmp_path=tmp_path).stdout)
     assert one["lock_smoke"]["as_of_release"] == FAILING and one["released"] == "2026-05-07"

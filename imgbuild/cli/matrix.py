@@ -64,7 +64,7 @@ def matrix_show(sglang: str | None, matrix_path: str | None, as_json: bool) -> N
                    f"{e.requires_python or '-':<12}{e.glibc or '-':<7}{len(e.architectures):<7}{_lock_column(e)}")
     failing = [e for e in m.engines if e.lock_failure()]
     for e in failing:
-        click.echo(f"warning: SGLang {e.version}: {e.lock_failure()}")
+        click.echo(f"warning: SGLang {e.version}: {e.lock_failure()}", err=True)
     click.echo("")
     click.echo(f"{'cuda':<6}{'min driver':<12}sm")
     for c in m.cuda:
