@@ -9,8 +9,6 @@ command touches them.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import click
@@ -36,26 +34,13 @@ def _files(n: int) -> str:
     return f"{n} file" if n == 1 else f"{n} files"
 
 
-def _dir_usage(folder: Path) -> tuple[int, int]:
-    """(files, bytes) under folder; links counted, never followed."""
-    files = size = 0
-    for dirpath, _dirs, names in os.walk(folder):
-        for name in names:
-            try:
-                size += os.lstat(os.path.join(dirpath, name)).st_size
-            except OSError:
-                continue
-            files += 1
-    return files, size
-
-
 def _caches() -> list[dict[str, Any]]:
     from imgbuild.adapters.hub import cache_entries, default_cache_dir
-    from imgbuild.knowledge.matrix import matrix_cache_dir
+    from imgbuild.knowledge.matrix import matrix_cache_dir, matrix_cache_usage
 
     hub_dir, matrix_dir = default_cache_dir(), matrix_cache_dir()
     entries = cache_entries(hub_dir)
-    matrix_files, matrix_bytes = _dir_usage(matrix_dir)
+    matrix_files, matrix_bytes = matrix_cache_usage(matrix_dir)
     return [
         {"name": "hub", "path": str(hub_dir), "files": sum(e.files for e in entries),
          "bytes": sum(e.size_bytes for e in entries), "entries": [e.to_dict() for e in entries]},
@@ -88,7 +73,7 @@ def cache_clear(models: tuple[str, ...], hub_only: bool, matrix_only: bool, ever
 
     A model's files are fetched again on its next use; a matrix file is parsed again."""
     from imgbuild.adapters.hub import clear_cache, default_cache_dir
-    from imgbuild.knowledge.matrix import matrix_cache_dir
+    from imgbuild.knowledge.matrix import clear_matrix_cache, matrix_cache_dir
     from imgbuild.knowledge.modelinfo import split_hub_id
 
     if models and (hub_only or matrix_only or everything):
@@ -107,23 +92,10 @@ def cache_clear(models: tuple[str, ...], hub_only: bool, matrix_only: bool, ever
         files, size = clear_cache()
         removed.append({"cache": "hub", "path": str(default_cache_dir()), "files": files, "bytes": size})
     if matrix_only or everything:
-        removed.append({"cache": "matrix", **_clear_matrix_cache(matrix_cache_dir())})
+        removed.append({"cache": "matrix", **clear_matrix_cache(matrix_cache_dir())})
     if as_json:
         emit_json({"removed": removed})
         return
     for r in removed:
         what = r.get("model") or r["path"]
         click.echo(f"{r['cache']:<7} {what}: removed {_files(r['files'])}, {_size(r['bytes'])}")
-
-
-def _clear_matrix_cache(folder: Path) -> dict[str, Any]:
-    """Only the cache's own files (NAME.json and its temporaries); the folder stays."""
-    files, size = _dir_usage(folder)
-    try:
-        for child in folder.iterdir() if folder.is_dir() else ():
-            if child.is_file() or child.is_symlink():
-                child.unlink()
-    except OSError as exc:
-        raise UsageError(f"cannot remove {exc.filename or folder}: {exc.strerror or exc}",
-                         hint=f"remove it by hand: rm -r {folder}") from None
-    return {"path": str(folder), "files": files, "bytes": size}

@@ -213,6 +213,35 @@ def matrix_cache_dir() -> Path:
     return Path(base) / "imgbuild" / "matrix"
 
 
+def _cache_files(folder: Path) -> list[Path]:
+    """The cache's own files (NAME.json and its temporaries), links included, never followed."""
+    return [c for c in folder.iterdir() if c.is_file() or c.is_symlink()] if folder.is_dir() else []
+
+
+def matrix_cache_usage(folder: Path) -> tuple[int, int]:
+    """(files, bytes) of the matrix cache: what clear_matrix_cache removes."""
+    files = size = 0
+    for child in _cache_files(folder):
+        try:
+            size += child.lstat().st_size
+        except OSError:
+            continue
+        files += 1
+    return files, size
+
+
+def clear_matrix_cache(folder: Path) -> dict[str, Any]:
+    """Remove the cache's own files (the folder stays): {"path", "files", "bytes"} removed."""
+    files, size = matrix_cache_usage(folder)
+    try:
+        for child in _cache_files(folder):
+            child.unlink()
+    except OSError as exc:
+        raise UsageError(f"cannot remove {exc.filename or folder}: {exc.strerror or exc}",
+                         hint=f"remove it by hand: rm -r {folder}") from None
+    return {"path": str(folder), "files": files, "bytes": size}
+
+
 def _cache_path(matrix_path: Path) -> Path:
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", str(matrix_path.resolve()).strip("/"))
     if len(name) > 200:  # NAME_MAX is 255: keep the tail, which tells files apart
