@@ -34,6 +34,7 @@ SEED_MODEL = ROOT / "examples" / "qwen3.6-27b"
 GPUS = ROOT / "tests" / "data" / "gpus"
 REPOSITORY = "imgbuild-test/realstack"
 KEEP = os.environ.get("IMGBUILD_REALSTACK_KEEP") == "1"
+KEPT = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "imgbuild-tests" / "realstack-kept.json"
 
 pytestmark = [pytest.mark.docker, pytest.mark.network]
 
@@ -66,15 +67,22 @@ def real_image(docker_engine, test_base_ref: str, tmp_path_factory: pytest.TempP
     try:
         yield record
     finally:
-        if not KEEP:
+        # What a kept run added is listed in KEPT, so the next run without the variable removes it
+        # too (its own "before" already holds those layers).
+        kept = set(json.loads(KEPT.read_text())) if KEPT.is_file() else set()
+        added = (_image_ids(docker_engine) - before) | kept
+        if KEEP:
+            KEPT.parent.mkdir(parents=True, exist_ok=True)
+            KEPT.write_text(json.dumps(sorted(added)))
+        else:
             docker_engine.remove_image(record["image"])
             # The stack stage and the steps' intermediate images: newest first, as the engine
             # refuses to remove a layer another still builds on.
-            added = _image_ids(docker_engine) - before
             rows = sorted((r for r in docker_engine.api.images(all=True) if r["Id"] in added),
                           key=lambda r: r.get("Created", 0), reverse=True)
             for _ in range(2):  # Created is whole seconds: a second pass takes what a tie left
                 docker_engine.remove_layers([r["Id"] for r in reversed(rows)])
+            KEPT.unlink(missing_ok=True)
 
 
 def test_the_real_stack_builds_and_its_import_smoke_passes(real_image: dict, docker_engine) -> None:  # noqa: ANN001
