@@ -149,10 +149,16 @@ def probe_request(request: JobRequest) -> str:
     raise NegativeVerdict(f"Slurm refused {request.name} (--gres={request.gres}): {text}")
 
 
-def submit(request: JobRequest, *, on_stdout: Callable[[str], None], on_stderr: Callable[[str], None]) -> Job:
-    """Start srun for ``request``; it waits in Slurm's queue until the GPUs are free."""
+def _job_env(request: JobRequest) -> dict[str, str]:
+    """srun's environment: only what it needs to reach slurmctld, and what the job exports."""
     env = {k: v for k, v in os.environ.items() if k.startswith("SLURM_CONF") or k in ("PATH", "HOME", "USER")}
     env.update(request.environment)
+    return env
+
+
+def submit(request: JobRequest, *, on_stdout: Callable[[str], None], on_stderr: Callable[[str], None]) -> Job:
+    """Start srun for ``request``; it waits in Slurm's queue until the GPUs are free."""
+    env = _job_env(request)
     try:
         # A new session: a terminal's Ctrl-C reaches imgbuild, which cancels the jobs itself
         # (srun on a lone SIGINT only prints the job's state and keeps waiting).
@@ -221,8 +227,7 @@ def submit_detached(request: JobRequest, files: JobFiles) -> DetachedJob:
     A new session, and files rather than pipes: the job outlives this process (a SIGKILL,
     a closed terminal) and its output stays readable; Ctrl-C and SIGTERM reach imgbuild,
     which cancels the job itself."""
-    env = {k: v for k, v in os.environ.items() if k.startswith("SLURM_CONF") or k in ("PATH", "HOME", "USER")}
-    env.update(request.environment)
+    env = _job_env(request)
     files.directory.mkdir(parents=True, exist_ok=True)
     try:
         with open(files.out, "wb") as out, open(files.err, "wb") as err:
@@ -230,7 +235,13 @@ def submit_detached(request: JobRequest, files: JobFiles) -> DetachedJob:
                                     stdin=subprocess.DEVNULL)
     except OSError as exc:
         raise EnvironmentUnavailable(f"cannot run srun: {exc}", hint="install slurm-client") from exc
-    files.pid.write_text(f"{proc.pid}\n")
+    try:
+        files.pid.write_text(f"{proc.pid}\n")
+    except OSError as exc:  # without its pid file a resumed make could not tell the srun is ours
+        proc.kill()
+        proc.wait()
+        raise EnvironmentUnavailable(f"cannot write {files.pid}: {exc.strerror or exc}",
+                                     hint="give make a state folder it can write to") from exc
     return DetachedJob(proc, files)
 
 
@@ -254,17 +265,8 @@ def jobs_by_name(names: list[str]) -> dict[str, list[JobInfo]]:
 
 
 def jobs_named(name: str) -> list[JobInfo]:
-    """This name's jobs Slurm still knows (pending, running, or ended within MinJobAge)."""
-    proc = _run(["squeue", "--noheader", "--states=all", f"--name={name}", "--format=%i|%T|%N|%r"])
-    if proc.returncode != 0:
-        check_controller()
-        raise EnvironmentUnavailable(f"squeue failed: {proc.stderr.strip()}")
-    out = []
-    for line in proc.stdout.splitlines():
-        parts = line.strip().split("|")
-        if len(parts) == 4:
-            out.append(JobInfo(parts[0], parts[1].split()[0], "" if parts[2] in ("", "(null)") else parts[2], parts[3]))
-    return out
+    """This name's jobs Slurm still knows (pending, running, or ended within MinJobAge), oldest first."""
+    return jobs_by_name([name])[name]
 
 
 def cancel(names: list[str]) -> None:

@@ -144,10 +144,16 @@ def certify_fleet(options: FleetOptions, *, matrix: Matrix, store: CertStore,
             run.job = slurm.submit(run.request, on_stdout=_stdout_sink(run, progress),
                                    on_stderr=_stderr_sink(run, progress))
         _follow(runs, options.poll_s, progress)
-    except KeyboardInterrupt:
-        _cancel_all(runs, options.cancel_wait_s, progress)
-        for run in runs:
-            _store_result(run, options.image, store, interrupted=True)
+    except BaseException as exc:
+        # Each srun runs in a session of its own and outlives this process: whatever stopped us
+        # (Ctrl-C, a submit or squeue that failed), the jobs already submitted are cancelled.
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        if any(r.job is not None for r in runs):
+            _cancel_all(runs, options.cancel_wait_s, progress,
+                        why="interrupted" if interrupted else f"stopped by {type(exc).__name__}")
+        if interrupted:
+            for run in runs:
+                _store_result(run, options.image, store, interrupted=True)
         raise
     return [_store_result(run, options.image, store, interrupted=False) for run in runs]
 
@@ -206,9 +212,10 @@ def _look_up(run: _Submitted, progress: Callable[[str], None]) -> None:
         progress(f"[{run.target.name}] {said}" + (f" ({run.info.reason})" if run.info.state == "PENDING" else ""))
 
 
-def _cancel_all(runs: list[_Submitted], wait_s: float, progress: Callable[[str], None]) -> None:
+def _cancel_all(runs: list[_Submitted], wait_s: float, progress: Callable[[str], None], *,
+                why: str = "interrupted") -> None:
     names = [r.request.name for r in runs if r.job is not None]
-    progress(f"slurm: interrupted: cancelling {len(names)} jobs (scancel)")
+    progress(f"slurm: {why}: cancelling {len(names)} jobs (scancel)")
     slurm.cancel(names)
     deadline = time.monotonic() + wait_s
     for run in runs:
@@ -437,11 +444,16 @@ class SlurmCertifier:
         self._settle(run)
 
     def _wait_adopted(self, run: _Submitted) -> None:
-        while True:
+        # Bounded by the job's own time limit: a job Slurm has purged (MinJobAge, a restarted
+        # slurmctld) keeps its last state here, and its srun may be long gone.
+        deadline = time.monotonic() + _time_limit_s(self.options) + self.options.cancel_wait_s
+        while time.monotonic() < deadline:
             self._refresh()
-            ended = run.info is None or run.info.state in slurm.ENDED_STATES
-            if ended and not run.files.srun_alive():  # type: ignore[union-attr]
-                break
+            if not run.files.srun_alive():  # type: ignore[union-attr]
+                if run.info is None or run.info.state in slurm.ENDED_STATES:
+                    break
+                if not slurm.jobs_by_name([run.request.name]).get(run.request.name):
+                    break  # neither our srun nor Slurm knows the job any more
             time.sleep(self.options.poll_s)
         self._settle(run)
 
