@@ -30,6 +30,7 @@ from pathlib import Path
 
 import httpx
 
+from imgbuild.knowledge.atomicfile import replace_text
 from imgbuild.errors import EnvironmentUnavailable, UsageError
 from imgbuild.knowledge.matrix import LockConstraint
 from imgbuild.knowledge.recipe import TargetSpec, engine_lock_name
@@ -218,15 +219,7 @@ def _write_lock(path: Path, text: str) -> None:
             path.write_text(text, encoding="utf-8")
             return
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:50]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
-            os.chmod(tmp, 0o644)  # a lock is committed and read by builds: mkstemp's 0600 is not its mode
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_text(path, text)  # a lock is committed and read by builds: 0644
     except OSError as exc:
         raise UsageError(f"cannot write the lock to {path}: {exc.strerror or exc}",
                          hint="give -o a file in a folder you can write to") from None

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imgbuild.knowledge.atomicfile import replace_text
 from imgbuild.adapters.engine import BuildEvent, Engine
 from imgbuild.errors import UsageError
 from imgbuild.flows.targets import DEFAULT_REPOSITORY
@@ -87,19 +88,8 @@ def write_record(record: BuildRecord, record_path: Path) -> None:
     if record_path.exists() and not record_path.is_file():
         record_path.write_text(text, encoding="utf-8")  # a device or pipe: never replace it
     else:
-        import tempfile
-
         record_path.parent.mkdir(parents=True, exist_ok=True)
-        # a temporary name of this call's own: two builds of one tag never share one
-        fd, tmp = tempfile.mkstemp(dir=record_path.parent, prefix=f".{record_path.name[:50]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, record_path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_text(record_path, text)  # two builds of one tag never share a temporary name
 
 
 def _already_built(engine: Engine, options: BuildOptions, ref: str, push: bool,

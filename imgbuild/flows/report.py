@@ -11,11 +11,11 @@ records from the build step's record files.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from imgbuild.knowledge.atomicfile import replace_text
 from imgbuild.errors import ImgbuildError, UsageError
 from imgbuild.knowledge import report as report_mod
 from imgbuild.knowledge.matrix import Matrix, data_root
@@ -115,22 +115,12 @@ def write_report(options: ReportOptions, *, matrix: Matrix) -> ReportResult:
 def write_page(page: str, out_dir: Path) -> Path:
     """``out_dir/index.html`` through a temporary name of this process's own and os.replace;
     an -o that is a device, under a file, in /proc or too long a name is a usage error."""
-    import tempfile
-
     path = out_dir / "index.html"
     try:
         if out_dir.exists() and not out_dir.is_dir():  # /dev/null: mkdir's "File exists" says less
             raise NotADirectoryError(20, "not a directory")
         out_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".index.html.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(page)
-            os.chmod(tmp, 0o644)  # a page to serve: mkstemp's 0600 would hide it from a web server
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_text(path, page)  # a page to serve: 0644
     except OSError as exc:
         raise UsageError(f"cannot write the report to {out_dir}: {exc.strerror or exc}",
                          hint="give -o a directory you can write to") from None

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from imgbuild.knowledge.atomicfile import replace_text
 from imgbuild.errors import UsageError
 from imgbuild.knowledge import recipe, render
 from imgbuild.knowledge.recipe import BaseSpec, RecipeInputs, TargetSpec
@@ -156,18 +157,7 @@ def refresh_base_digests(matrix: Matrix, *, client: Any, progress: Callable[[str
         digest, platforms = fetch_digests(client, base.image, base.tag)
         changes.append(BaseChange(base.name, base.digest, digest, platforms))
         text = recipe.update_base_digests(text, base.name, digest, platforms)
-    import tempfile
-
-    # a temporary name of this call's own in the matrix's folder, then os.replace
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:50]}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(tmp, path.stat().st_mode & 0o777)  # the matrix keeps its mode
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_text(path, text, mode=None)  # the matrix keeps its mode
     return changes
 
 
