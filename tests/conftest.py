@@ -147,3 +147,40 @@ def built_test_image(docker_engine, test_base_ref, local_registry, tmp_path_fact
             record_path=record_dir / "record.json",
         ),
     )
+
+
+# --- No certify container outlives its test -------------------------------------------
+# A container labelled io.imgbuild.certify that a test leaves behind fails that test, not a
+# later one that happens to count them (a real-stack test once found two it had not made).
+_ENGINE_FIXTURES = {"docker_engine", "docker_env", "standin_image", "real_image", "built_test_image", "slurm_up"}
+
+
+def _certify_containers() -> dict[str, dict]:
+    import docker
+
+    host = os.environ.get("DOCKER_HOST") or _services_env().get("DOCKER_HOST")
+    if not host:
+        return {}
+    try:
+        client = docker.APIClient(base_url=host, timeout=30)
+        return {c["Id"]: c for c in client.containers(all=True, filters={"label": "io.imgbuild.certify"})}
+    except docker.errors.DockerException:
+        return {}
+
+
+@pytest.fixture(autouse=True)
+def _no_certify_container_left(request):  # noqa: ANN001, ANN202
+    if not _ENGINE_FIXTURES & set(request.fixturenames):
+        yield
+        return
+    before = set(_certify_containers())
+    yield
+    import time
+
+    deadline = time.monotonic() + 15  # a container being removed as the test returns
+    while (left := {cid: c for cid, c in _certify_containers().items() if cid not in before}):
+        if time.monotonic() > deadline:
+            pytest.fail("certify containers left behind by this test: " + "; ".join(
+                f"{cid[:12]} {c.get('Names')} {c.get('State')} {c.get('Status')} labels={c.get('Labels')}"
+                for cid, c in left.items()))
+        time.sleep(0.5)

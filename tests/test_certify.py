@@ -362,6 +362,39 @@ def test_sigterm_during_startup_tears_down_and_records_the_interruption(docker_e
     assert cert["failure"]["stage"] == "interrupted" and cert["teardown"]["container_removed"]
 
 
+
+@pytest.mark.docker
+def test_teardown_removes_a_container_dockerd_finishes_after_the_first_removal(docker_env, standin_image, monkeypatch):
+    """An interrupted create or start request that dockerd completes later: the container
+    appears only after teardown removed what it listed. Teardown lists the label again and
+    removes it too (a stand-in left Exited by an interrupted run, seen under load in CI)."""
+    from imgbuild.adapters import engine
+    from imgbuild.flows import certify as flow
+
+    env, eng = docker_env
+    cert_id = flow.new_certificate_id()
+    labels = {engine.CERTIFY_LABEL: cert_id}
+    first = eng.client.containers.create(standin_image[0], command=["true"], labels=labels)
+    late: list[str] = []
+    real_remove = engine.remove_container
+
+    def remove_then_dockerd_finishes(e, cid, **kwargs):  # noqa: ANN001, ANN202
+        done = real_remove(e, cid, **kwargs)
+        if not late:  # the request the client gave up on: dockerd creates its container now
+            late.append(eng.client.containers.create(standin_image[0], command=["true"], labels=labels).id)
+        return done
+
+    monkeypatch.setattr(engine, "remove_container", remove_then_dockerd_finishes)
+    run = flow._Run(cert_id=cert_id, log_path=Path("/dev/null"), checks=[])
+    run.container_id = first.id
+    options = flow.CertifyOptions(image=standin_image[0], gpus="RTX A6000x2", stop_timeout_s=1)
+    try:
+        assert flow._remove_run_containers(options, eng, run) is True
+        assert late and leftover_containers(eng, cert_id) == []
+    finally:
+        for cid in leftover_containers(eng, cert_id):
+            real_remove(eng, cid)
+
 def test_options_come_from_the_images_recipe_when_not_given():
     recipe = {"name": "qwen3.6-27b-a6000x2", "engine": "0.5.11", "cuda": "13.0", "gpus": "RTX A6000x2",
               "model": "Qwen/Qwen3.6-27B", "launch_flags": list(SEED_FLAGS)}

@@ -771,20 +771,10 @@ def _verify_speculation(server: ServerHttp, run: _Run, meta: dict[str, Any]) -> 
 def _teardown(options: CertifyOptions, eng: engine.Engine, probe: GpuProbe, run: _Run, uuids: tuple[str, ...],
               progress: Callable[[str], None]) -> dict[str, Any]:
     out: dict[str, Any] = {"container_removed": True, "gpu_memory_released": True, "detail": ""}
-    # By label as well as by id: an interrupt between create and start leaves no id behind.
-    ids = set(engine.containers_labelled(eng, engine.CERTIFY_LABEL, run.cert_id))
-    if run.started and not run.container_id and not ids:
-        # Interrupted during the create request: dockerd finishes the create after the client
-        # gave up on it (seen under scancel's SIGTERM: a container left in state Created).
-        time.sleep(1.0)
-        ids = set(engine.containers_labelled(eng, engine.CERTIFY_LABEL, run.cert_id))
     if run.container_id:
-        ids.add(run.container_id)
         _, code = engine.container_state(eng, run.container_id)
         out["exit_code_before_stop"] = code
-    for cid in sorted(ids):
-        removed = engine.remove_container(eng, cid, stop_timeout_s=options.stop_timeout_s)
-        out["container_removed"] = out["container_removed"] and removed
+    out["container_removed"] = _remove_run_containers(options, eng, run)
     if run.container_id:
         run.log_done.wait(5)
     deadline = time.monotonic() + options.release_timeout_s
@@ -801,6 +791,34 @@ def _teardown(options: CertifyOptions, eng: engine.Engine, probe: GpuProbe, run:
     progress(f"certify {run.cert_id}: container removed={out['container_removed']}, "
              f"GPU memory released={out['gpu_memory_released']}")
     return out
+
+
+# How long teardown keeps looking for the run's containers after removing them.
+REMOVE_SETTLE_S = 10.0
+
+
+def _remove_run_containers(options: CertifyOptions, eng: engine.Engine, run: _Run) -> bool:
+    """Remove every container of this run, found by label as well as by id; True when none is left.
+
+    An interrupt (Ctrl-C, scancel's SIGTERM) during the create or start request leaves dockerd
+    finishing that request after the client gave up on it: a container left in state Created,
+    or one that starts after it was listed (seen under load: a stand-in left Exited, never
+    removed). So the label is listed again after each removal until it names nothing."""
+    ids = set(engine.containers_labelled(eng, engine.CERTIFY_LABEL, run.cert_id))
+    if run.started and not run.container_id and not ids:
+        time.sleep(1.0)  # the create request may still be under way in dockerd
+        ids = set(engine.containers_labelled(eng, engine.CERTIFY_LABEL, run.cert_id))
+    if run.container_id:
+        ids.add(run.container_id)
+    deadline = time.monotonic() + REMOVE_SETTLE_S
+    while ids:
+        for cid in sorted(ids):
+            engine.remove_container(eng, cid, stop_timeout_s=options.stop_timeout_s)
+        ids = set(engine.containers_labelled(eng, engine.CERTIFY_LABEL, run.cert_id))
+        if not ids or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    return not ids
 
 
 def imgbuild_planner(matrix: Matrix) -> Callable[[CertifyOptions], dict[str, Any]] | None:
