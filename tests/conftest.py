@@ -184,3 +184,50 @@ def _no_certify_container_left(request):  # noqa: ANN001, ANN202
                 f"{cid[:12]} {c.get('Names')} {c.get('State')} {c.get('Status')} labels={c.get('Labels')}"
                 for cid, c in left.items()))
         time.sleep(0.5)
+
+
+# --- The images the session made are removed at its end --------------------------------
+# Every build and push test tags images (about 500 after one full run, kept by the engine's
+# data-root from one CI run to the next). What the session added goes at its end; the
+# real-stack test handles its own image (tests/test_realstack.py, IMGBUILD_REALSTACK_KEEP).
+# scripts/test turns it on (IMGBUILD_TEST_CLEANUP=1); a bare pytest, perhaps beside another
+# run on the same engine whose images it must not take away, leaves images alone.
+_OWN_CLEANUP = ("imgbuild-test/realstack",)
+
+
+def _image_ids() -> dict[str, list[str]]:
+    import docker
+
+    host = os.environ.get("DOCKER_HOST") or _services_env().get("DOCKER_HOST")
+    if not host:
+        return {}
+    try:
+        client = docker.APIClient(base_url=host, timeout=60)
+        return {i["Id"]: list(i.get("RepoTags") or []) for i in client.images(all=False)}
+    except docker.errors.DockerException:
+        return {}
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _remove_the_sessions_images():  # noqa: ANN202
+    if os.environ.get("IMGBUILD_TEST_CLEANUP") != "1":
+        yield
+        return
+    before = set(_image_ids())
+    yield
+    import docker
+
+    host = os.environ.get("DOCKER_HOST") or _services_env().get("DOCKER_HOST")
+    made = {i: tags for i, tags in _image_ids().items() if i not in before}
+    if not host or not made:
+        return
+    client = docker.APIClient(base_url=host, timeout=120)
+    for image_id, tags in made.items():
+        if any(t.startswith(_OWN_CLEANUP) for t in tags):
+            continue
+        try:
+            client.remove_image(image_id, force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:  # e.g. a container of another run still uses it
+            print(f"conftest: image {image_id[:19]} {tags} kept: {exc.explanation or exc}", file=sys.stderr)
