@@ -77,6 +77,24 @@ def test_seed_fits_on_0_5_23_where_auto_picks_extra_buffer(matrix) -> None:
     assert result.plan.kv_tokens >= 32768
 
 
+
+@pytest.mark.parametrize("sglang, flags, refusal", [
+    # each outcome as SGLang's own prepare_server_args gave it for the seed model (tests/oracle, 2 x A6000)
+    ("0.5.23", ("--page-size", "0"), "ZeroDivisionError: integer modulo by zero"),  # extra_buffer: 256 % 0
+    ("0.5.23", ("--page-size", "3"), "AssertionError: "),  # mamba_hook.py's bare assert
+    ("0.5.23", ("--page-size", "0", "--disable-overlap-schedule"), "AssertionError: no_buffer only supports page_size=1."),
+    ("0.5.23", ("--page-size", "0", "--disable-radix-cache"), None),
+    ("0.5.11", ("--page-size", "0"), None),  # no_buffer: the page size is reset to 1
+    ("0.5.11", ("--page-size", "3", "--mamba-scheduler-strategy", "extra_buffer"),
+     "AssertionError: mamba_track_interval 256 must be divisible by page_size 3"),
+])
+def test_a_hybrid_models_page_size_is_checked_by_its_mamba_strategy(matrix, sglang, flags, refusal) -> None:
+    result = plan(matrix, "--tp", "2", *flags, sglang=sglang)
+    if refusal is None:
+        assert result.verdict != "refused", result.problems
+    else:
+        assert result.verdict == "refused" and result.problems[0] == refusal, result.problems
+
 def test_eagle_topk_above_1_without_draft_tokens_keeps_no_intermediate_states(matrix) -> None:
     """SGLang 0.5.23 leaves --speculative-num-draft-tokens None when --speculative-eagle-topk > 1 comes
     alone, and its hybrid pool then holds no intermediate speculative states: a plan, not a crash."""

@@ -73,8 +73,6 @@ KNOWN_IN = {
         ("--monokernel-backend", "amd"): "the same AMD check; plan's 0.5.23 flag table also takes --monokernel-backend "
                                          "for a flag without a value",
         ("--watermark-config", "x"): "reads the named JSON file: a property of the machine, not of the flags",
-        ("--linear-attn-backend", "intel_xpu", "--page-size", "4"):
-            "0.5.23 asserts no_buffer's page size (mamba_hook.py validate_mamba_no_buffer) where plan sets it to 1",
         ("--disaggregation-decode-allocation-policy", "prefill_complete"):
             "pd_disaggregation_hook.py _validate_prefill_complete lists every unsupported feature of the setup (transfer "
             "backend, bootstrap registry, role switch ...) in one message; not modelled",

@@ -278,6 +278,8 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         max_total_tokens=launch.max_total_tokens,
         context_length=launch.context_length,
         page_size=int(v.get("page_size") or 1),
+        page_size_flag=int(v["page_size"]) if v.get("page_size") is not None else None,
+        mamba_track_interval=int(v.get("mamba_track_interval") or 256),
         kv_cache_dtype=launch.kv_cache_dtype,
         speculative_algorithm=launch.speculative_algorithm,
         speculative_num_steps=v.get("speculative_num_steps"),

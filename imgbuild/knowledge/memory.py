@@ -492,6 +492,8 @@ class MemoryInputs:
     max_total_tokens: int | None = None
     context_length: int | None = None
     page_size: int = 1
+    page_size_flag: int | None = None  # --page-size as given (page_size above turns 0 into 1)
+    mamba_track_interval: int = 256  # --mamba-track-interval (server_args.py's default)
     kv_cache_dtype: str = "auto"
     speculative_algorithm: str | None = None
     speculative_num_steps: int | None = None
@@ -957,8 +959,15 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
                     "using --mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please "
                     "use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1."
                 )
+        if radix and strategy == "no_buffer" and inp.page_size_flag not in (None, 1) \
+                and _vkey(rules.version) >= _vkey("0.5.14"):
+            # server_args.py _validate_mamba_no_buffer (0.5.23 arg_groups/mamba_hook.py validate_mamba_no_buffer);
+            # up to 0.5.13.post1 _handle_mamba_radix_cache warned and reset the page size to 1 instead
+            out.refuse("AssertionError: no_buffer only supports page_size=1.")
         if radix and strategy == "no_buffer" and page_size != 1:
             page_size = 1
+        if radix and strategy == "extra_buffer" and inp.page_size_flag is not None:
+            _extra_buffer_page_size(inp, out)
         if not radix and strategy == "extra_buffer" and rules.era == "0.5.10":
             out.refuse(
                 "ValueError: mamba extra_buffer is not compatible with --disable-radix-cache Overlap scheduling is "
@@ -967,6 +976,17 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
             )
     return radix, strategy, page_size
 
+
+def _extra_buffer_page_size(inp: MemoryInputs, out: _Outcome) -> None:
+    """extra_buffer's page-size assertion: mamba_track_interval % page_size == 0 (server_args.py
+    _handle_mamba_radix_cache through 0.5.13.post1, with its message; 0.5.14 on a bare assert, 0.5.23
+    arg_groups/mamba_hook.py validate_mamba_extra_buffer). --page-size 0 divides by zero there."""
+    page = inp.page_size_flag
+    if page == 0:
+        out.refuse("ZeroDivisionError: integer modulo by zero")
+    elif page is not None and inp.mamba_track_interval % page:
+        out.refuse(f"AssertionError: mamba_track_interval {inp.mamba_track_interval} must be divisible by page_size "
+                   f"{page}" if _vkey(inp.rules.version) < _vkey("0.5.14") else "AssertionError: ")
 
 def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     """Phase 1, free memory and mem-fraction-static: the defaults server_args.py fills in

@@ -49,6 +49,12 @@ PAIRS = [
     ["--kv-cache-dtype", "fp8_e4m3"],
     ["--enable-dp-attention"],
     ["--page-size", "16"],
+    ["--page-size", "0"],
+    ["--page-size", "3"],
+    ["--page-size", "512"],
+    ["--page-size", "0", "--disable-overlap-schedule"],
+    ["--page-size", "0", "--disable-radix-cache"],
+    ["--page-size", "3", "--mamba-scheduler-strategy", "extra_buffer"],
     ["--enable-mixed-chunk", "--disable-radix-cache"],
 ]
 
