@@ -187,8 +187,7 @@ def _follow(runs: list[_Submitted], poll_s: float, progress: Callable[[str], Non
         open_runs = [r for r in runs if r.job is not None and r.job.poll() is None]
         if time.monotonic() - last_look >= 2.0 or not open_runs:
             last_look = time.monotonic()
-            for run in runs:
-                _look_up(run, progress)
+            _look_up(runs, progress)
         if not open_runs:
             break
         open_runs[0].job.wait(poll_s)  # type: ignore[union-attr]
@@ -197,19 +196,20 @@ def _follow(runs: list[_Submitted], poll_s: float, progress: Callable[[str], Non
     while time.monotonic() < deadline and any(r.info is not None and r.info.state not in slurm.ENDED_STATES
                                               for r in runs):
         time.sleep(0.25)
-        for run in runs:
-            _look_up(run, progress)
+        _look_up(runs, progress)
 
 
-def _look_up(run: _Submitted, progress: Callable[[str], None]) -> None:
-    jobs = slurm.jobs_named(run.request.name)
-    if not jobs:
-        return
-    run.info = jobs[-1]
-    said = f"job {run.info.job_id} {run.info.state.lower()}" + (f" on {run.info.node}" if run.info.node else "")
-    if said != run.said:
-        run.said = said
-        progress(f"[{run.target.name}] {said}" + (f" ({run.info.reason})" if run.info.state == "PENDING" else ""))
+def _look_up(runs: list[_Submitted], progress: Callable[[str], None]) -> None:
+    """One squeue for all the runs; say each job's state as it changes."""
+    jobs = slurm.jobs_by_name([run.request.name for run in runs])
+    for run in runs:
+        if not jobs.get(run.request.name):
+            continue
+        run.info = jobs[run.request.name][-1]
+        said = f"job {run.info.job_id} {run.info.state.lower()}" + (f" on {run.info.node}" if run.info.node else "")
+        if said != run.said:
+            run.said = said
+            progress(f"[{run.target.name}] {said}" + (f" ({run.info.reason})" if run.info.state == "PENDING" else ""))
 
 
 def _cancel_all(runs: list[_Submitted], wait_s: float, progress: Callable[[str], None], *,
@@ -225,8 +225,7 @@ def _cancel_all(runs: list[_Submitted], wait_s: float, progress: Callable[[str],
     # srun returns before the job has left the node (COMPLETING): wait for Slurm to say it ended.
     while time.monotonic() < deadline:
         try:
-            for run in runs:
-                _look_up(run, progress)
+            _look_up(runs, progress)
         except Exception:  # noqa: BLE001 - the record of an interrupted run must still be written
             break
         if all(r.info is None or r.info.state in slurm.ENDED_STATES for r in runs):
