@@ -420,7 +420,8 @@ CATALOG: tuple[Signature, ...] = (
         MODEL_NOT_FOUND,
         _re(
             r"Repo id must be in the form",
-            r"is not a local folder and is not a valid model identifier",
+            # transformers' message; a rich-rendered traceback wraps it after 'is not a'
+            r"is not a local folder and is not a(?: valid model identifier|\s*$)",
             r"Incorrect path_or_model_id",
             r"Can't load the configuration of",
             r"does not appear to have a file named [\w.-]+\.json",
@@ -564,6 +565,7 @@ _KILLED = Signature(
     # the shell's, docker's or the kernel's report of a process ended by SIGKILL (exit 137)
     _re(
         r"^Killed\s*$",
+        r"\]Killed\s*$",  # the shell's report printed right after a tqdm bar (no newline after it)
         r"line \d+:\s+\d+ Killed\s",  # the shell's job report naming the command
         r"^\s*Exit code: -9\s*$",  # Python's subprocess return code for SIGKILL
         r"exited with code 137",  # docker compose
@@ -1253,6 +1255,12 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
             confidence="inferred",
             ready=log.ready,
         )
+    # entrypoints/engine.py: a scheduler that died before reporting ready is logged as 'Rank N
+    # scheduler is dead' and 'Exit code: -9' when SIGKILLed; the launcher's traceback that follows
+    # (an EOFError) is the consequence, not the cause
+    killed = next((k for k in log.hot_in(0, marker, scan=True) if _KILLED.matches(msgs[k])), None)
+    if killed is not None:
+        return _diagnose_at(log, killed, _KILLED, (), via=None)
     inferred = _infer_from_milestones(log, marker, via=None)
     if inferred is not None:
         return inferred
