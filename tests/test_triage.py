@@ -325,12 +325,12 @@ def test_triage_imports_no_adapter_library():
 # Each file: "# source: URL (note)", "# expect: CLASS", then the excerpt as posted. The held-out
 # files were chosen by sha256(url) % 5 == 0 when collected; no signature was written from the
 # seven collected last, which the classifier saw only after the split, nor from the eight added
-# with the pre-filter (one of them held out), each classified right as first seen. Of the 34
-# collected after those (27 tuned, 7 held out), the held-out part was scored before any change
-# (18 of 21) and the classifier was then changed from the tuned part's misses only.
+# with the pre-filter (one of them held out), each classified right as first seen. Of the 35
+# collected after those (27 tuned, 8 held out), the held-out part was scored before any change
+# (19 of 22) and the classifier was then changed from the tuned part's misses only.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.9  # measured 19 of 21 (0.90); the target is 0.95
+HELDOUT_FLOOR = 0.9  # measured 20 of 22 (0.91); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
