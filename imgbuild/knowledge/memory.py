@@ -988,6 +988,18 @@ def _extra_buffer_page_size(inp: MemoryInputs, out: _Outcome) -> None:
         out.refuse(f"AssertionError: mamba_track_interval {inp.mamba_track_interval} must be divisible by page_size "
                    f"{page}" if _vkey(inp.rules.version) < _vkey("0.5.14") else "AssertionError: ")
 
+
+def _model_runner_multimodal_factor(inp: MemoryInputs) -> float:
+    """model_executor/model_runner.py model_specific_adjustment up to 0.4.8.post1: a multimodal
+    model's --mem-fraction-static, given or default, is scaled down ("Automatically reduce
+    --mem-fraction-static to ... because this is a multimodal model"): x 0.95 through 0.4.4.post3,
+    x 0.90 from 0.4.4.post4. 0.4.9 moved the reduction into server_args.py's default."""
+    key = _vkey(inp.rules.version)
+    if not inp.geometry.multimodal or key >= _vkey("0.4.9"):
+        return 1.0
+    return 0.95 if key < _vkey("0.4.4.post4") else 0.90
+
+
 def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     """Phase 1, free memory and mem-fraction-static: the defaults server_args.py fills in
     (_handle_gpu_memory_settings, _handle_speculative_decoding, _handle_mamba_radix_cache)."""
@@ -1007,6 +1019,7 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     mfs = inp.mem_fraction_static if inp.mem_fraction_static is not None else default_mem_fraction_static(
         inp, chunked=chunked, graph_bs=graph_bs, piecewise=piecewise
     )
+    mfs *= _model_runner_multimodal_factor(inp)
     mrr_flag, draft_tokens = _speculative_defaults(inp, algo)
     context = _context_length(inp, out)
     radix, strategy, page_size = _mamba_radix_cache(inp, algo, out)
