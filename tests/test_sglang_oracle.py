@@ -60,6 +60,12 @@ def _uv() -> str:
 KNOWN_IN = {
     "0.5.9": {("--dllm-algorithm", "x"): "0.5.9 accepts a dLLM algorithm for any model and turns the radix cache off; "
                                          "not modelled"},
+    "0.5.18": {  # by hand only (its as-of-release lock holds cuda-tile's placeholder sdist, which does not install)
+        ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100/SM120 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
+                                                "not modelled",
+        ("--enable-linear-replayssm",): "refused against the mamba strategy SGLang resolves for the model; "
+                                        "knowledge/argchecks.py sees only the flags",
+    },
     "0.5.23": {
         ("--enable-encoder-swa-bounded-replay",): "deepseek_v4_hook.py validate_deepseek_v41_features checks "
                                                   "config.json's model_type (deepseek_v41) from a DeepSeek-V4 hook; "

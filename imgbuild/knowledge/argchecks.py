@@ -79,6 +79,14 @@ def _attn_tp(values: Values) -> int:
     return _int(values, *_TP) // max(1, _int(values, *_ATTN_CP) * _int(values, "attn_dp_size"))
 
 
+def _join_mode(values: Values) -> str | None:
+    # 0.5.16-0.5.20 _handle_elastic_ep: the deprecated --elastic-ep-rejoin sets --elastic-ep-join-mode recover
+    if _v(values, "ep_join_mode") is None and _v(values, "elastic_ep_rejoin") \
+            and Version("0.5.16") <= Version(values[_VERSION]) <= Version("0.5.20"):
+        return "recover"
+    return _v(values, "ep_join_mode")
+
+
 def _attn_dp_enabled(values: Values) -> bool:
     # runtime_context.py attn_dp_enabled_of (0.5.22+): --attn-dp-size > 1, or the deprecated --enable-dp-attention
     return _int(values, "attn_dp_size") > 1 or bool(_v(values, "enable_dp_attention"))
@@ -282,6 +290,9 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("attn-dp-divides-tp", "arg_groups/parallel_hook.py handle_data_parallelism", "0.5.22", "0.5.23",
              lambda v: _int(v, "attn_dp_size") > 1 and _int(v, *_TP) % _int(v, "attn_dp_size") != 0,
              lambda v: "AssertionError: "),  # a bare `assert cfg.tp_size % cfg.attn_dp_size == 0`
+    ArgCheck("tp-lm-head-a2a-needs-dp-attention", "arg_groups/overrides.py _dp_lm_head_validation", "0.5.18", "0.5.21",
+             lambda v: bool(_v(v, "enable_tp_lm_head_all_to_all")) and not _v(v, "enable_dp_attention"),
+             lambda v: "AssertionError: Please enable dp attention when setting enable_tp_lm_head_all_to_all."),
     ArgCheck("tp-lm-head-a2a-needs-attn-dp", "arg_groups/overrides.py _dp_lm_head_validation", "0.5.22", "0.5.23",
              lambda v: bool(_v(v, "enable_tp_lm_head_all_to_all")) and not _attn_dp_enabled(v),
              lambda v: "AssertionError: --enable-tp-lm-head-all-to-all requires attention DP (--attn-dp-size)."),
@@ -319,17 +330,17 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: f"ValueError: --ep-dispatch-algorithm {_v(v, 'ep_dispatch_algorithm')} picks a different physical "
                        "replica per rank, which only holds up when an a2a backend routes each token to a single rank. Use "
                        "--ep-dispatch-algorithm dynamic with --moe-a2a-backend none."),
-    ArgCheck("eplb-needs-ep", "_handle_eplb_and_dispatch", "0.4.10.post2", "0.5.14",
+    ArgCheck("eplb-needs-ep", "_handle_eplb_and_dispatch", "0.4.10.post2", "0.5.15.post1",
              lambda v: bool(_v(v, "enable_eplb")) and _int(v, *_EP) <= 1,
              lambda v: "AssertionError: "),  # a bare `assert self.ep_size > 1`
-    ArgCheck("eplb-needs-ep-resolved", "arg_groups/parallel_hook.py handle_eplb_and_dispatch", "0.5.19", "0.5.23",
+    ArgCheck("eplb-needs-ep-resolved", "arg_groups/parallel_hook.py handle_eplb_and_dispatch", "0.5.16", "0.5.23",
              lambda v: bool(_v(v, "enable_eplb")) and _v(v, "ep_join_mode") != "scale" and _int(v, *_EP) <= 1,
              lambda v: "AssertionError: "),  # a bare `assert resolved_view(server_args).ep_size > 1`
     ArgCheck("elastic-ep-rejoin-backend", "_handle_elastic_ep", "0.5.11", "0.5.15.post1",
              lambda v: bool(_v(v, "elastic_ep_rejoin")) and _v(v, "elastic_ep_backend") in (None, "none"),
              lambda v: "AssertionError: Elastic EP rejoin requires elastic_ep_backend to be set."),
     ArgCheck("elastic-ep-join-mode-backend", "arg_groups/parallel_hook.py handle_elastic_ep", "0.5.16", "0.5.23",
-             lambda v: _v(v, "ep_join_mode") is not None and _v(v, "elastic_ep_backend") is None,
+             lambda v: _join_mode(v) is not None and _v(v, "elastic_ep_backend") is None,
              lambda v: "AssertionError: --elastic-ep-join-mode requires --elastic-ep-backend to be set."),
     ArgCheck("elastic-ep-join-rank-offset-scale", "arg_groups/parallel_hook.py handle_elastic_ep", "0.5.16", "0.5.23",
              lambda v: int(_v(v, "ep_join_rank_offset", 0)) != 0 and _v(v, "ep_join_mode") != "scale",

@@ -822,7 +822,9 @@ def cuda_graph_mem_fraction_static(inp: MemoryInputs, *, chunked: int, graph_bs:
         reserved += 2 * 1024
     mfs = round((gpu_mem - reserved) / gpu_mem, 3)
     vlm = g.multimodal and not inp.language_only and not f.language_model_only
-    if vlm and (f.disaggregation_mode != "decode" or _vkey(inp.rules.version) < _vkey("0.5.19")):
+    # 0.5.17 on skips it for PD decode engines (server_args.py _handle_gpu_memory_settings: "the VLM encoder
+    # only runs on the prefill stage"; 0.5.19 the same in its hook)
+    if vlm and (f.disaggregation_mode != "decode" or _vkey(inp.rules.version) < _vkey("0.5.17")):
         mfs = mfs * vlm_mfs_factor(g.vision)
     return mfs
 
@@ -964,6 +966,13 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
             # server_args.py _validate_mamba_no_buffer (0.5.23 arg_groups/mamba_hook.py validate_mamba_no_buffer);
             # up to 0.5.13.post1 _handle_mamba_radix_cache warned and reset the page size to 1 instead
             out.refuse("AssertionError: no_buffer only supports page_size=1.")
+        if radix and inp.mamba_strategy != "auto" and not inp.mamba_strategy.startswith("extra_buffer") \
+                and not inp.disable_overlap_schedule \
+                and _vkey(rules.version) >= _vkey("0.5.14"):
+            # the same validator's next assert: "auto" turns the overlap schedule off when it picks
+            # no_buffer, an explicit strategy other than extra_buffer (argparse takes any text) does not
+            out.refuse("AssertionError: no_buffer do not support overlap schedule. Try to set "
+                       "disable_overlap_schedule=True.")
         if radix and strategy == "no_buffer" and page_size != 1:
             page_size = 1
         if radix and strategy == "extra_buffer" and inp.page_size_flag is not None:
