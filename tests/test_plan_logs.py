@@ -36,7 +36,7 @@ KV_TOLERANCE = 0.05  # the issue's target for KV tokens
 # regression against real launches; one that raises it should raise the floor here
 FLOOR = {
     "tuning": {"verdicts_right": 7, "kv_within_tolerance": 4},
-    "held_out": {"verdicts_right": 4, "kv_within_tolerance": 3},
+    "held_out": {"verdicts_right": 5, "kv_within_tolerance": 4},
 }
 
 
