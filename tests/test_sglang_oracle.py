@@ -60,6 +60,12 @@ def _uv() -> str:
 KNOWN_IN = {
     "0.5.9": {("--dllm-algorithm", "x"): "0.5.9 accepts a dLLM algorithm for any model and turns the radix cache off; "
                                          "not modelled"},
+    "0.5.14": {  # by hand only (the lock of tests/oracle's by-hand runs)
+        ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
+                                                "not modelled",
+        ("--cuda-graph-backend-prefill", "full"): "0.5.14's cuda_graph_config allows breakable, tc_piecewise and "
+                                                  "disabled for the prefill phase; not modelled",
+    },
     "0.5.18": {  # by hand only (its as-of-release lock holds cuda-tile's placeholder sdist, which does not install)
         ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100/SM120 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
                                                 "not modelled",

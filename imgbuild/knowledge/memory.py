@@ -942,8 +942,9 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
         if rules.era == "0.5.14" and inp.mamba_strategy == "auto" and radix:
             # overlap schedule is still on when the strategy is picked: extra_buffer
             strategy = "extra_buffer"
-        if _vkey(rules.version) >= _vkey("0.5.16") and inp.mamba_strategy == "auto":
-            # arg_groups/overrides.py _mamba_radix_cache_resolution: left "auto" without a radix
+        if _vkey(rules.version) >= _vkey("0.5.14") and inp.mamba_strategy == "auto":
+            # 0.5.14 server_args.py _handle_mamba_radix_cache (0.5.15 on
+            # arg_groups/overrides.py _mamba_radix_cache_resolution): left "auto" without a radix
             # cache; extra_buffer needs overlap or paging and supports_mamba_cache_extra_buffer
             # (the triton linear-attention backend)
             extra = (not inp.disable_overlap_schedule or page_size > 1) and inp.linear_attn_backend == "triton"
@@ -1022,6 +1023,14 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     if inp.cuda_graph_bs and _vkey(inp.rules.version) < _vkey("0.5.14"):
         # _handle_gpu_memory_settings: an explicit --cuda-graph-bs list sets the max (0.5.3-0.5.13)
         graph_bs = max(inp.cuda_graph_bs)
+    if _vkey("0.5.14") <= _vkey(inp.rules.version) < _vkey("0.5.16"):
+        # 0.5.14 parses --cuda-graph-max-bs / --cuda-graph-bs into cuda_graph_config's decode phase
+        # (dests cuda_graph_max_bs_decode, cuda_graph_bs_decode); its max is the graph reserve's batch size
+        f = inp.cuda_graphs
+        if f.decode_max_bs is not None:
+            graph_bs = f.decode_max_bs
+        elif f.decode_bs:
+            graph_bs = max(f.decode_bs)
     piecewise = _piecewise_graphs(inp)
     algo = _spec_family(inp.speculative_algorithm)
     mfs_default = inp.mem_fraction_static is None

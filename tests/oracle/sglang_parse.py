@@ -74,13 +74,18 @@ def patch_gpu_probes(memory_mib: int, sm: int, gpu_name: str, gpus: int) -> list
     done += ["torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.get_device_capability",
              "torch.cuda.get_device_name"]
     try:  # 0.5.17+: runtime_context.py's own way to say what machine this is
-        from sglang.srt.runtime_context import override_platform
+        from sglang.srt import runtime_context
     except ImportError:
         return done
-    override_platform(is_cuda=True, is_hip=False, is_npu=False, is_xpu=False, is_musa=False, is_mps=False,
-                      is_sm90=sm >= 90, is_sm100=sm >= 100, is_sm100_or_sm110=sm >= 100, is_sm110=sm >= 110,
-                      is_sm120=sm >= 120, is_blackwell=sm >= 100, is_hopper_with_cuda_12_3=sm == 90,
-                      device_sm=sm, device_capability=(major, minor)).install()
+    if not hasattr(runtime_context, "override_platform"):
+        return done
+    facts = dict(is_cuda=True, is_hip=False, is_npu=False, is_xpu=False, is_musa=False, is_mps=False,
+                 is_sm90=sm >= 90, is_sm100=sm >= 100, is_sm100_or_sm110=sm >= 100, is_sm110=sm >= 110,
+                 is_sm120=sm >= 120, is_blackwell=sm >= 100, is_hopper_with_cuda_12_3=sm == 90,
+                 device_sm=sm, device_capability=(major, minor))
+    # each release knows its own set of facts (0.5.21 has no is_mps or is_sm110) and refuses others
+    known = set(getattr(runtime_context, "_PLATFORM_PROBES", facts)) | set(getattr(runtime_context, "_PLATFORM_VALUES", ()))
+    runtime_context.override_platform(**{k: v for k, v in facts.items() if k in known}).install()
     done.append("sglang.srt.runtime_context.override_platform")
     return done
 
