@@ -214,7 +214,7 @@ for root, dirs, names in os.walk("/"):
                     hits.append(path)
         except OSError:
             pass
-print(json.dumps({"hits": hits, "pip_conf": [p for p in ("/etc/pip.conf", "/opt/venv/pip.conf", os.path.expanduser("~/.config/pip/pip.conf"), os.path.expanduser("~/.pip/pip.conf")) if os.path.exists(p)], "tmp": os.path.exists("/tmp/imgbuild")}))
+print(json.dumps({"hits": hits, "pip_conf": [p for p in ("/etc/pip.conf", "/opt/venv/pip.conf", os.path.expanduser("~/.config/pip/pip.conf"), os.path.expanduser("~/.pip/pip.conf")) if os.path.exists(p)], "tmp": sorted(os.listdir("/tmp/imgbuild")) if os.path.isdir("/tmp/imgbuild") else []}))
 """
 
 
@@ -224,12 +224,14 @@ def test_ca_bundle_is_not_left_in_the_final_image(built_test_image, docker_engin
     info = docker_engine.require_image(built_test_image.image)
     assert not [e for e in info.env if e.split("=")[0] in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")]
     history = " ".join(h.get("CreatedBy", "") for h in docker_engine.api.history(info.id))
-    assert "ca-bundle.crt" not in history
+    assert "ca-bundle.crt" not in history and "BEGIN CERTIFICATE" not in history
+    # the bundle came from the loopback CA server: only its URL (sha256 of public certificates) is in the history
+    assert "IMGBUILD_CA_URL=http://127.0.0.1:" in history
     code = _FIND_BUNDLE.replace("int(sys.argv[1]), sys.argv[2]", f"{len(data)}, {hashlib.sha256(data).hexdigest()!r}")
     status, output = docker_engine.run_python(built_test_image.image, code)
     assert status == 0, output
     found = json.loads(output.strip().splitlines()[-1])
-    assert found == {"hits": [], "pip_conf": [], "tmp": False}
+    assert found == {"hits": [], "pip_conf": [], "tmp": ["requirements.lock"]}  # no ca.pem, no uv
 
 
 @pytest.mark.docker
@@ -242,7 +244,7 @@ def test_failing_step_names_the_step_its_output_and_the_fix_and_tags_nothing(doc
     err = capsys.readouterr().err
     assert exit_info.value.code == 3
     line = [ln for ln in err.splitlines() if ln.startswith("imgbuild: error:")][0]
-    assert "failed at step 7/15 (RUN " in line and "No matching distribution found for" in line
+    assert "failed at step 7/13 (RUN " in line and "No matching distribution found for" in line
     assert "pass --ca-bundle FILE" in line
     assert "CERTIFICATE_VERIFY_FAILED" in err  # the step's output, printed above the error
     assert docker_engine.image_info(f"{repo}:{_rendered(test_base_ref).tag}") is None
@@ -257,7 +259,7 @@ def test_failing_step_error_carries_step_and_last_lines(docker_engine, test_base
             BuildOptions(rendered=_rendered(test_base_ref), repository="imgbuild-test/failing", force=True,
                          record_path=tmp_path / "r.json"),
         )
-    assert err.value.step.startswith("RUN if [ -s /tmp/imgbuild/ca-bundle.crt ]")
+    assert err.value.step.startswith("RUN set -e;")
     assert any("No matching distribution found for" in ln for ln in err.value.last_lines)
 
 
@@ -304,10 +306,9 @@ def test_changing_the_launch_flags_reuses_the_installed_environment_layers(built
             cached[current] = False
         elif event.kind == "layer" and event.text == "cached":
             cached[current] = True
-    # The install step (torch's layer in a real image) must come from cache. The classic
-    # builder may re-copy COPY --from=stack when it holds two equal stack stages, so
-    # that step is not asserted.
-    heavy = [step for step in cached if step.startswith("RUN if [ -s /tmp/imgbuild/ca-bundle.crt")]
+    # The install step (torch's layer in a real image) must come from cache: the CA server's URL,
+    # part of its cache key, is the same for the same bundle.
+    heavy = [step for step in cached if step.startswith("RUN set -e;")]
     assert len(heavy) == 1 and cached[heavy[0]], cached
     assert not cached[next(step for step in cached if step.startswith("CMD "))]
     docker_engine.remove_image(record.image)
@@ -326,7 +327,7 @@ def test_unreachable_base_exits_3_with_the_fix(docker_engine, local_registry, re
         main(["build", "test-sglang-0.5.9", "--base", base, "--repository", "imgbuild-test/unreachable", "--force"])
     assert exit_info.value.code == 3
     line = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("imgbuild: error:")][0]
-    assert "failed at step 1/15 (FROM " in line and fix in line
+    assert "failed at step 1/13 (FROM " in line and fix in line
 
 
 @pytest.mark.docker
@@ -369,3 +370,37 @@ def test_the_sglang_template_fails_at_the_import_smoke_naming_the_missing_module
     assert err.value.step == "RUN /opt/venv/bin/python /tmp/imgbuild/import-smoke.py"
     assert "is not installed: install the whole lock (`imgbuild lock 0.5.9`" in (err.value.hint or "")
     assert docker_engine.image_info(f"imgbuild-test/sglang-template:{rendered.tag}") is None
+
+
+def test_ca_server_serves_the_bundle_at_a_url_fixed_by_its_bytes_and_shares_the_port() -> None:
+    """The URL is the install step's cache key: the same bundle gets the same URL, even while
+    another build serves it; another bundle gets another path."""
+    from imgbuild.adapters.caserver import preferred_port, serve_ca_bundle
+
+    data = HOST_CA_BUNDLE.read_bytes()
+    with serve_ca_bundle(data) as first:
+        with serve_ca_bundle(data) as second:
+            assert second == first
+            assert httpx.get(second, timeout=5).content == data
+        assert httpx.get(first, timeout=5).content == data  # the other build's server is still up
+        assert httpx.get(first.rsplit("/", 1)[0] + "/other.pem", timeout=5).status_code == 404
+        with serve_ca_bundle(b"another bundle") as other:
+            assert other != first
+    assert f":{preferred_port(data)}/{hashlib.sha256(data).hexdigest()}.pem" in first
+
+
+def test_ca_bundle_with_an_engine_on_another_host_is_refused_naming_the_fix() -> None:
+    """Its builds could not reach this machine's loopback: exit 2 (UsageError) before any build."""
+    import docker
+
+    from imgbuild.adapters.engine import Engine
+    from imgbuild.errors import UsageError
+    from imgbuild.flows.build import build_settings
+
+    remote = Engine(docker.DockerClient(base_url="tcp://192.0.2.1:2375", version="1.41"))
+    with pytest.raises(UsageError) as err:
+        with build_settings(remote, HOST_CA_BUNDLE, None):
+            pass
+    assert "is not on this machine" in str(err.value) and "run imgbuild build on the engine's host" in err.value.hint
+    with build_settings(remote, None, None) as (buildargs, network_mode):  # no bundle: nothing to serve
+        assert (buildargs, network_mode) == ({}, None)

@@ -39,8 +39,8 @@ def test_rendered_dockerfile_matches_the_golden_file(name: str) -> None:
 def test_sglang_dockerfile_pins_base_by_digest_and_orders_heavy_layer_before_target_part() -> None:
     text = render_context(_inputs("golden-sglang")).dockerfile
     lines = text.splitlines()
-    assert lines[6].startswith("FROM nvidia/cuda:13.0.1-devel-ubuntu24.04@sha256:7d2f6a8c")
-    copy_venv = next(i for i, ln in enumerate(lines) if ln.startswith("COPY --from=stack /opt/venv"))
+    assert next(ln for ln in lines if ln.startswith("FROM ")).startswith("FROM nvidia/cuda:13.0.1-devel-ubuntu24.04@sha256:7d2f6a8c")
+    copy_venv = next(i for i, ln in enumerate(lines) if ln.startswith("RUN set -e;"))  # the install
     cmd = next(i for i, ln in enumerate(lines) if ln.startswith("CMD "))
     label = next(i for i, ln in enumerate(lines) if ln.startswith("LABEL "))
     assert copy_venv < label < cmd
@@ -49,10 +49,14 @@ def test_sglang_dockerfile_pins_base_by_digest_and_orders_heavy_layer_before_tar
     assert json.loads(lines[cmd][4:]) == ["--model-path", "Qwen/Qwen3.6-27B", "--tp", "2", "--speculative-algorithm", "NEXTN"]
 
 
-def test_ca_bundle_is_read_only_in_the_stack_stage() -> None:
+def test_one_stage_installs_with_uv_and_takes_the_ca_bundle_from_a_url_not_a_copy() -> None:
     text = render_context(_inputs("golden-sglang")).dockerfile
-    final_stage = text[text.rindex("\nFROM base\n"):]
-    assert "ca-bundle" not in final_stage and "PIP_CERT" not in final_stage
+    assert text.count("\nFROM ") == 1 and "COPY --from" not in text
+    assert "ca-bundle.crt" not in text and "PIP_CERT=/tmp/imgbuild/ca.pem" in text and "ARG IMGBUILD_CA_URL=" in text
+    install = next(ln for ln in text.split("\nRUN ") if "uv pip install" in ln)
+    # fetched, used and deleted in the one step: no layer keeps it
+    assert "$IMGBUILD_CA_URL" in install and "rm -rf /tmp/imgbuild/uv /tmp/imgbuild/uv.txt /tmp/imgbuild/ca.pem" in install
+    assert "uv==0.13.9 --hash=sha256:" in install and "--require-hashes" in install
 
 
 def test_render_twice_gives_identical_bytes(tmp_path: Path) -> None:
@@ -60,7 +64,8 @@ def test_render_twice_gives_identical_bytes(tmp_path: Path) -> None:
     for out in ("a", "b"):
         result = runner.invoke(cli, ["render", "qwen3.6-27b-a6000x2", "-o", str(tmp_path / out)])
         assert result.exit_code == 0, result.output
-    for name in ("Dockerfile", "requirements.lock", "ca-bundle.crt", "recipe.json"):
+    assert not (tmp_path / "a" / "ca-bundle.crt").exists()
+    for name in ("Dockerfile", "requirements.lock", "recipe.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
     lock = (tmp_path / "a" / "requirements.lock").read_text()
     assert lock.count("--hash=sha256:") > 1000 and "\ntorch==2.11.0 " in lock

@@ -19,6 +19,7 @@ import os
 import re
 import tarfile
 import time
+import urllib.parse
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -202,6 +203,19 @@ class Engine:
 
     # -- builds ---------------------------------------------------------------
 
+    def is_local(self) -> bool:
+        """Whether the engine runs on this machine, so its builds can share the host's loopback.
+
+        docker-py names a unix socket (and an npipe) ``http+docker://localhost``; ssh:// and
+        tcp:// engines keep their host name."""
+        url = urllib.parse.urlsplit(self.api.base_url)
+        if url.scheme == "http+docker":
+            return url.hostname in ("localhost", "localunixsocket")
+        return url.hostname in ("127.0.0.1", "localhost", "::1")
+
+    def where(self) -> str:
+        return os.environ.get("DOCKER_HOST") or self.api.base_url
+
     def build(
         self,
         files: dict[str, bytes],
@@ -212,10 +226,12 @@ class Engine:
         on_event: Callable[[BuildEvent], None] | None = None,
         what: str = "image",
         layers_out: list[str] | None = None,
+        network_mode: str | None = None,
     ) -> str:
         """Build from an in-memory context; return the image id. Nothing is tagged.
 
-        ``layers_out`` collects the layer (intermediate image) ids of every step
+        ``network_mode`` "host" lets the RUN steps reach the host's loopback (the CA server of
+        adapters/caserver.py). ``layers_out`` collects the layer (intermediate image) ids of every step
         but FROM, so a throwaway build can be removed with ``remove_layers``."""
         context = _tar_context(files)
         progress = _BuildProgress(what=what, on_event=on_event, layers_out=layers_out)
@@ -230,6 +246,7 @@ class Engine:
                 nocache=nocache,
                 buildargs=buildargs or {},
                 labels=labels,
+                network_mode=network_mode,
             )
             for item in stream:
                 progress.read(item)
@@ -420,6 +437,12 @@ def _tar_context(files: dict[str, bytes]) -> io.BytesIO:
 _BUILD_FIXES: tuple[tuple[str, str, bool], ...] = (
     (
         "CERTIFICATE_VERIFY_FAILED",
+        "the build reaches the package index through a TLS-intercepting proxy: pass --ca-bundle FILE "
+        "(e.g. --ca-bundle /etc/ssl/certs/ca-certificates.crt)",
+        True,
+    ),
+    (
+        "invalid peer certificate",  # uv's (rustls') words for the same failure
         "the build reaches the package index through a TLS-intercepting proxy: pass --ca-bundle FILE "
         "(e.g. --ca-bundle /etc/ssl/certs/ca-certificates.crt)",
         True,

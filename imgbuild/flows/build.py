@@ -13,18 +13,21 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from imgbuild.knowledge.atomicfile import replace_text
+from imgbuild.adapters.caserver import serve_ca_bundle
 from imgbuild.adapters.engine import BuildEvent, Engine
 from imgbuild.errors import UsageError
 from imgbuild.flows.targets import DEFAULT_REPOSITORY
 from imgbuild.knowledge.render import Rendered
 
 RECIPE_LABEL = "io.imgbuild.recipe-digest"
+CA_URL_ARG = "IMGBUILD_CA_URL"  # the build arg the templates' install step reads
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s\\;]+)")
 
 
@@ -114,14 +117,37 @@ def _already_built(engine: Engine, options: BuildOptions, ref: str, push: bool,
     return None
 
 
-def _context_files(options: BuildOptions) -> dict[str, bytes]:
-    files = dict(options.rendered.files)
-    if options.ca_bundle is not None:
-        try:
-            files["ca-bundle.crt"] = options.ca_bundle.read_bytes()
-        except OSError as exc:
-            raise UsageError(f"--ca-bundle {options.ca_bundle}: {exc.strerror}", hint="give a PEM file of CA certificates") from exc
-    return files
+def _read_ca_bundle(ca_bundle: Path) -> bytes:
+    try:
+        return ca_bundle.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"--ca-bundle {ca_bundle}: {exc.strerror}", hint="give a PEM file of CA certificates") from exc
+
+
+@contextmanager
+def build_settings(engine: Engine, ca_bundle: Path | None, pip_index_url: str | None,
+                   ) -> Iterator[tuple[dict[str, str], str | None]]:
+    """(build args, network mode) for a build of a rendered template, for the length of the block.
+
+    With a CA bundle, the bundle is served on the host's loopback (adapters/caserver.py) and the
+    build runs with the host's network; the templates' install step fetches it from the URL in
+    IMGBUILD_CA_URL and deletes it in the same step, so no layer and no history entry holds it.
+    Without one: no server, the engine's default network, the argument unset (the step skips it)."""
+    buildargs = {"PIP_INDEX_URL": pip_index_url} if pip_index_url else {}
+    if ca_bundle is None:
+        yield buildargs, None
+        return
+    data = _read_ca_bundle(ca_bundle)
+    if not engine.is_local():
+        # A remote engine's loopback is not this machine's: its build could not reach the server.
+        raise UsageError(
+            f"--ca-bundle {ca_bundle}: the engine at {engine.where()} is not on this machine, and the build "
+            "fetches the CA bundle from this machine's loopback",
+            hint="run imgbuild build on the engine's host (DOCKER_HOST unset or a unix socket there), "
+                 "or give --pip-index-url an index the engine reaches without the proxy",
+        )
+    with serve_ca_bundle(data) as url:
+        yield {**buildargs, CA_URL_ARG: url}, "host"
 
 
 def build_image(engine: Engine, options: BuildOptions) -> BuildRecord:
@@ -146,10 +172,11 @@ def build_image(engine: Engine, options: BuildOptions) -> BuildRecord:
     found = None if options.force else _already_built(engine, options, ref, push)
     if found is not None:
         return finish(*found[:2], True, found[2])
-    buildargs = {"PIP_INDEX_URL": options.pip_index_url} if options.pip_index_url else {}
-    image_id = engine.build(
-        _context_files(options), buildargs=buildargs, nocache=options.nocache, on_event=options.on_progress, what=ref
-    )
+    with build_settings(engine, options.ca_bundle, options.pip_index_url) as (buildargs, network_mode):
+        image_id = engine.build(
+            dict(rendered.files), buildargs=buildargs, nocache=options.nocache, on_event=options.on_progress, what=ref,
+            network_mode=network_mode,
+        )
     repository, tag = ref.rsplit(":", 1)
     engine.tag(image_id, repository, tag)
     repo_digest = engine.push(repository, tag, on_event=options.on_progress) if push else None

@@ -18,6 +18,7 @@ from typing import Any
 
 from imgbuild.adapters.engine import BuildEvent, Engine, environment_manifest
 from imgbuild.errors import UsageError
+from imgbuild.flows.build import build_settings
 from imgbuild.knowledge.recipe import BaseSpec, TargetSpec
 from imgbuild.knowledge.render import render_context, resolve_inputs
 from imgbuild.knowledge.specs import EngineSpec
@@ -108,19 +109,17 @@ def verify_repro(engine: Engine, options: ReproOptions) -> ReproReport:
             f"the recipe of {options.image} changed since it was built: {digest} then, {rendered.recipe_digest} now",
             hint="the template, lock, base or imgbuild version differ: check out the commit it was built from",
         )
-    files = dict(rendered.files)
-    if options.ca_bundle is not None:
-        files["ca-bundle.crt"] = options.ca_bundle.read_bytes()
-    buildargs = {"PIP_INDEX_URL": options.pip_index_url} if options.pip_index_url else {}
     layers: list[str] = []
-    rebuilt = engine.build(
-        files,
-        buildargs=buildargs,
-        nocache=True,
-        on_event=options.on_progress,
-        what=f"{options.image} (rebuild)",
-        layers_out=layers,
-    )
+    with build_settings(engine, options.ca_bundle, options.pip_index_url) as (buildargs, network_mode):
+        rebuilt = engine.build(
+            dict(rendered.files),
+            buildargs=buildargs,
+            nocache=True,
+            on_event=options.on_progress,
+            what=f"{options.image} (rebuild)",
+            layers_out=layers,
+            network_mode=network_mode,
+        )
     try:
         original = environment_manifest(engine, info.id)
         again = environment_manifest(engine, rebuilt)

@@ -36,7 +36,7 @@ from imgbuild.knowledge.recipe import (
 # tagged with), so no locked wheel needs a newer glibc than this.
 LOCK_GLIBC = "2.34"
 TEMPLATES = {"sglang": "sglang.Dockerfile.tmpl", "test": "test.Dockerfile.tmpl"}
-CONTEXT_FILES = ("Dockerfile", "requirements.lock", "ca-bundle.crt", "recipe.json", SMOKE_FILE)
+CONTEXT_FILES = ("Dockerfile", "requirements.lock", "recipe.json", SMOKE_FILE)
 
 
 @dataclass(frozen=True)
@@ -196,9 +196,6 @@ def render_context(inputs: RecipeInputs) -> Rendered:
     files = {
         "Dockerfile": dockerfile.encode(),
         "requirements.lock": inputs.lock_text.encode(),
-        # Empty unless `imgbuild build --ca-bundle` puts a CA bundle here; only the
-        # build's "stack" stage reads it.
-        "ca-bundle.crt": b"",
         "recipe.json": (json.dumps(record, indent=2, sort_keys=True) + "\n").encode(),
         # the import smoke the sglang template runs after the install (knowledge/sglanginstall.py)
         SMOKE_FILE: IMPORT_SMOKE.encode(),
