@@ -8,8 +8,9 @@ with `imgbuild build`, then held to what it must do without a GPU:
 - `certify --no-gpus` with the seed target's flags fails with SGLang's own "No accelerator"
   message, triaged, and leaves no container.
 
-Cost: about 10 minutes cold on 2 cores (the stack's ~4 GB of wheels from PyPI, its install,
-the copy of the 8.6 GB environment into the final image; 610 s measured with other jobs running).
+Cost: about 5 minutes cold on 2 cores (the stack's ~4 GB of wheels from PyPI and their install
+by uv, in the one stage of the template: the build 244 s, the whole module 302 s measured; it was
+452 s and 535 s with pip and a COPY --from of the 8.6 GB environment).
 At the end the test removes its image and the layers the build added (the disk returns to where
 it was) unless IMGBUILD_REALSTACK_KEEP=1 keeps them: the next run then reuses the image (build
 0 s, the whole module 77 s measured) and, without the variable, removes it.
