@@ -95,6 +95,19 @@ def test_a_hybrid_models_page_size_is_checked_by_its_mamba_strategy(matrix, sgla
     else:
         assert result.verdict == "refused" and result.problems[0] == refusal, result.problems
 
+
+@pytest.mark.parametrize("sglang, threshold, refused", [
+    # --disaggregation-decode-host-receive-threshold: 0.5.21 turns host receive on above 0 (its default 0),
+    # 0.5.22 on below 1 (its default 1); on a server that is not a PD decode server, host receive is refused
+    ("0.5.21", None, False), ("0.5.21", "0.5", True), ("0.5.23", None, False), ("0.5.23", "0.5", True),
+])
+def test_host_receive_is_read_as_each_release_defines_its_threshold(matrix, sglang, threshold, refused) -> None:
+    flags = ("--tp", "2") + (("--disaggregation-decode-host-receive-threshold", threshold) if threshold else ())
+    result = plan(matrix, *flags, sglang=sglang)
+    assert (result.verdict == "refused") is refused, result.problems
+    if refused:
+        assert "host_pool is only supported on a PD decode server" in result.problems[0]
+
 def test_eagle_topk_above_1_without_draft_tokens_keeps_no_intermediate_states(matrix) -> None:
     """SGLang 0.5.23 leaves --speculative-num-draft-tokens None when --speculative-eagle-topk > 1 comes
     alone, and its hybrid pool then holds no intermediate speculative states: a plan, not a crash."""

@@ -72,6 +72,11 @@ KNOWN_IN = {
         ("--enable-linear-replayssm",): "refused against the mamba strategy SGLang resolves for the model; "
                                         "knowledge/argchecks.py sees only the flags",
     },
+    "0.5.21": {  # by hand only
+        ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100/SM120 (or gfx95) GPU with the FP4 indexer; not modelled",
+        ("--enable-linear-replayssm",): "refused against the mamba strategy SGLang resolves for the model; "
+                                        "knowledge/argchecks.py sees only the flags",
+    },
     "0.5.23": {
         ("--enable-encoder-swa-bounded-replay",): "deepseek_v4_hook.py validate_deepseek_v41_features checks "
                                                   "config.json's model_type (deepseek_v41) from a DeepSeek-V4 hook; "

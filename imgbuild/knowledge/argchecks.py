@@ -87,6 +87,15 @@ def _join_mode(values: Values) -> str | None:
     return _v(values, "ep_join_mode")
 
 
+def _host_receive_on(values: Values) -> bool:
+    # --disaggregation-decode-host-receive-threshold: 0.5.21 turns host receive on above 0 (default 0);
+    # 0.5.22 inverted it, on below 1 (default 1)
+    threshold = _v(values, "disaggregation_decode_host_receive_threshold")
+    if threshold is None:
+        return False
+    return float(threshold) > 0 if Version(values[_VERSION]) < Version("0.5.22") else float(threshold) < 1
+
+
 def _attn_dp_enabled(values: Values) -> bool:
     # runtime_context.py attn_dp_enabled_of (0.5.22+): --attn-dp-size > 1, or the deprecated --enable-dp-attention
     return _int(values, "attn_dp_size") > 1 or bool(_v(values, "enable_dp_attention"))
@@ -388,9 +397,8 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: "ValueError: requires at least one encoder urls to be set via --encoder-urls"),
     ArgCheck("host-pool-retraction-decode-only", "arg_groups/kv_cache_hook.py handle_cache_compatibility",
              "0.5.18", "0.5.23",
-             # pd_disaggregation_hook.py handle_pd_disaggregation: a host receive threshold below 1 picks host_pool
-             lambda v: (_v(v, "disaggregation_decode_retraction_backup") == "host_pool"
-                        or float(_v(v, "disaggregation_decode_host_receive_threshold", 1.0)) < 1)
+             # pd_disaggregation_hook.py handle_pd_disaggregation: host receive (which picks host_pool) is on
+             lambda v: (_v(v, "disaggregation_decode_retraction_backup") == "host_pool" or _host_receive_on(v))
              and _v(v, "disaggregation_mode") != "decode",
              lambda v: "ValueError: --disaggregation-decode-retraction-backup=host_pool is only supported on a PD decode "
                        "server."),
