@@ -190,22 +190,23 @@ def _no_certify_container_left(request):  # noqa: ANN001, ANN202
 # Every build and push test tags images (about 500 after one full run, kept by the engine's
 # data-root from one CI run to the next). What the session added goes at its end; the
 # real-stack test handles its own image (tests/test_realstack.py, IMGBUILD_REALSTACK_KEEP).
-# scripts/test turns it on (IMGBUILD_TEST_CLEANUP=1); a bare pytest, perhaps beside another
-# run on the same engine whose images it must not take away, leaves images alone.
+# CI turns it on (scripts/test, IMGBUILD_TEST_CLEANUP=1 when CI=true): elsewhere the engine may be
+# the user's own, where images pulled or built in another terminal during the session are not ours.
 _OWN_CLEANUP = ("imgbuild-test/realstack",)
 
 
-def _image_ids() -> dict[str, list[str]]:
+def _image_ids() -> dict[str, list[str]] | None:
+    """Image id -> tags; None when the engine cannot be asked (then nothing is removed)."""
     import docker
 
     host = os.environ.get("DOCKER_HOST") or _services_env().get("DOCKER_HOST")
     if not host:
-        return {}
+        return None
     try:
         client = docker.APIClient(base_url=host, timeout=60)
         return {i["Id"]: list(i.get("RepoTags") or []) for i in client.images(all=False)}
     except docker.errors.DockerException:
-        return {}
+        return None
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -213,13 +214,16 @@ def _remove_the_sessions_images():  # noqa: ANN202
     if os.environ.get("IMGBUILD_TEST_CLEANUP") != "1":
         yield
         return
-    before = set(_image_ids())
+    before = _image_ids()
     yield
     import docker
 
     host = os.environ.get("DOCKER_HOST") or _services_env().get("DOCKER_HOST")
-    made = {i: tags for i, tags in _image_ids().items() if i not in before}
-    if not host or not made:
+    after = _image_ids()
+    if before is None or after is None or not host:
+        return  # without both listings every image would look new
+    made = {i: tags for i, tags in after.items() if i not in before}
+    if not made:
         return
     client = docker.APIClient(base_url=host, timeout=120)
     for image_id, tags in made.items():

@@ -381,9 +381,9 @@ def test_ca_server_serves_the_bundle_at_a_url_fixed_by_its_bytes_and_shares_the_
     with serve_ca_bundle(data) as first:
         with serve_ca_bundle(data) as second:
             assert second == first
-            assert httpx.get(second, timeout=5).content == data
-        assert httpx.get(first, timeout=5).content == data  # the other build's server is still up
-        assert httpx.get(first.rsplit("/", 1)[0] + "/other.pem", timeout=5).status_code == 404
+            assert httpx.get(second, timeout=5, trust_env=False).content == data
+        assert httpx.get(first, timeout=5, trust_env=False).content == data  # the other build's server is still up
+        assert httpx.get(first.rsplit("/", 1)[0] + "/other.pem", timeout=5, trust_env=False).status_code == 404
         with serve_ca_bundle(b"another bundle") as other:
             assert other != first
     assert f":{preferred_port(data)}/{hashlib.sha256(data).hexdigest()}.pem" in first

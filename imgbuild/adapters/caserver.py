@@ -8,7 +8,7 @@ uses it and deletes it within the same RUN.
 
 The URL goes into the install step's cache key (a build arg the RUN reads), so it is kept the same
 for the same bytes: the port is derived from the bundle's sha256, and a server already answering
-there with the same bytes (a concurrent build) is reused instead of moving to the next port. A CA
+there with the same bytes (a concurrent build of this user's) shares the port (SO_REUSEPORT) instead of moving on. A CA
 bundle holds public certificates only; serving it on loopback for the length of a build discloses
 nothing.
 """
@@ -68,7 +68,7 @@ class _Server(http.server.ThreadingHTTPServer):
 def _answer(url: str) -> bytes | None:
     """What a server at ``url`` answers now; None when nothing answers (or not 200)."""
     try:
-        response = httpx.get(url, timeout=2.0)
+        response = httpx.get(url, timeout=2.0, trust_env=False)  # loopback: never through a proxy
     except httpx.HTTPError:
         return None
     return response.content if response.status_code == 200 else None
@@ -102,14 +102,14 @@ def serve_ca_bundle(data: bytes) -> Iterator[str]:
         if taken and not same:
             continue  # another service, or another bundle's server
         server = _start(port, path, data)
-        if server is None and not same:
+        if server is None:
+            # a server that does not share its port (another user's) could end before this build does
             continue
         try:
-            yield url  # with server None: a server that does not share its port serves these bytes
+            yield url
         finally:
-            if server is not None:
-                server.shutdown()
-                server.server_close()
+            server.shutdown()
+            server.server_close()
         return
     raise EnvironmentUnavailable(
         f"cannot serve the CA bundle: ports {first} and the {PORT_TRIES - 1} after it are taken on 127.0.0.1",

@@ -447,6 +447,13 @@ _BUILD_FIXES: tuple[tuple[str, str, bool], ...] = (
         "(e.g. --ca-bundle /etc/ssl/certs/ca-certificates.crt)",
         True,
     ),
+    (
+        "<urlopen error",  # the install step's fetch of the CA bundle from imgbuild's loopback server
+        "the build could not fetch the CA bundle from imgbuild's server on 127.0.0.1: this engine's host network is "
+        "not this machine's (rootless Docker, Docker Desktop, a VM): build on the engine's host, or without --ca-bundle "
+        "from a --pip-index-url it reaches",
+        True,
+    ),
     ("DO NOT MATCH THE HASHES", "the lock's hashes do not match the index: regenerate it with `imgbuild lock`", False),
     ("Hashes are required", "every requirement needs --hash: regenerate the lock with `imgbuild lock`", False),
     (

@@ -395,6 +395,18 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("language-only-encoder-urls", "_handle_encoder_disaggregation", "0.5.7", "0.5.12.post1",
              lambda v: bool(_v(v, "language_only")) and not _v(v, "encoder_urls") and not _v(v, "encoder_only"),
              lambda v: "ValueError: requires at least one encoder urls to be set via --encoder-urls"),
+    ArgCheck("host-receive-threshold-range", "arg_groups/pd_disaggregation_hook.py handle_pd_disaggregation",
+             "0.5.21", "0.5.23",
+             lambda v: _v(v, "disaggregation_decode_host_receive_threshold") is not None
+             and not 0 <= float(_v(v, "disaggregation_decode_host_receive_threshold")) <= 1,
+             lambda v: "ValueError: --disaggregation-decode-host-receive-threshold must be between 0 and 1"),
+    ArgCheck("host-receive-no-hisparse", "arg_groups/pd_disaggregation_hook.py handle_pd_disaggregation", "0.5.21", "0.5.23",
+             lambda v: _host_receive_on(v) and bool(_v(v, "enable_hisparse") or _v(v, "enable_pd_role_switch")),
+             lambda v: "ValueError: Decode host receive does not yet support HiSparse or role switching"),
+    ArgCheck("host-receive-needs-host-pool", "arg_groups/pd_disaggregation_hook.py handle_pd_disaggregation",
+             "0.5.21", "0.5.23",
+             lambda v: _host_receive_on(v) and _v(v, "disaggregation_decode_retraction_backup") == "cpu_tensor",
+             lambda v: "ValueError: Decode host KV buffering requires host_pool retraction"),
     ArgCheck("host-pool-retraction-decode-only", "arg_groups/kv_cache_hook.py handle_cache_compatibility",
              "0.5.18", "0.5.23",
              # pd_disaggregation_hook.py handle_pd_disaggregation: host receive (which picks host_pool) is on

@@ -976,7 +976,8 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
                        "disable_overlap_schedule=True.")
         if radix and strategy == "no_buffer" and page_size != 1:
             page_size = 1
-        if radix and strategy == "extra_buffer" and inp.page_size_flag is not None:
+        if radix and (strategy or "").startswith("extra_buffer") and inp.page_size_flag is not None:
+            # extra_buffer_lazy too (enable_mamba_extra_buffer / 0.5.23 mamba_extra_buffer_of)
             _extra_buffer_page_size(inp, out)
         if not radix and strategy == "extra_buffer" and rules.era == "0.5.10":
             out.refuse(
