@@ -108,6 +108,21 @@ def test_host_receive_is_read_as_each_release_defines_its_threshold(matrix, sgla
     if refused:
         assert "host_pool is only supported on a PD decode server" in result.problems[0]
 
+
+@pytest.mark.parametrize("sglang, flags, refusal", [
+    # each as the real 0.5.21 and 0.5.23 parsers gave it (pd_disaggregation_hook.py handle_pd_disaggregation)
+    ("0.5.21", ("--disaggregation-decode-host-receive-threshold", "2"),
+     "ValueError: --disaggregation-decode-host-receive-threshold must be between 0 and 1"),
+    ("0.5.23", ("--disaggregation-mode", "decode", "--disaggregation-decode-retraction-backup", "cpu_tensor",
+                "--disaggregation-decode-host-receive-threshold", "0.5"),
+     "ValueError: Decode host KV buffering requires host_pool retraction"),
+    ("0.5.21", ("--disaggregation-decode-retraction-backup", "cpu_tensor", "--disaggregation-decode-host-receive-threshold",
+                "0.5"), "ValueError: Decode host KV buffering requires host_pool retraction"),
+])
+def test_host_receive_refusals_come_in_sglangs_order(matrix, sglang, flags, refusal) -> None:
+    result = plan(matrix, "--tp", "2", *flags, sglang=sglang)
+    assert result.verdict == "refused" and result.problems[0] == refusal, result.problems
+
 def test_eagle_topk_above_1_without_draft_tokens_keeps_no_intermediate_states(matrix) -> None:
     """SGLang 0.5.23 leaves --speculative-num-draft-tokens None when --speculative-eagle-topk > 1 comes
     alone, and its hybrid pool then holds no intermediate speculative states: a plan, not a crash."""
