@@ -286,4 +286,4 @@ def test_make_model_gpu_on_a_base_made_per_machine_renders_from_the_base_given(t
     assert "made per machine (no digest)" in " ".join(done.stderr.split())
     name = "llama-3.1-8b-instruct-l4x1-debootstrap-bookworm"
     dockerfile = (tmp_path / "state" / "contexts" / name / "Dockerfile").read_text()
-    assert f"FROM {ref} AS base" in dockerfile
+    assert f"\nFROM {ref}\n" in dockerfile
