@@ -191,6 +191,11 @@ def test_make_on_slurm_sigterm_cancels_its_jobs_and_the_next_make_submits_only_t
     for key in ("a1", "a2"):
         if key == waiting and not finished_first:  # cancelled once, submitted once more
             assert [s for _, s in jobs[key]] == ["CANCELLED", "COMPLETED"], jobs
+        elif key == waiting:
+            # its certificate was stored before scancel reached the job, which Slurm may then still record
+            # as CANCELLED (seen in CI): either way one job, and the certificate is reused, not resubmitted
+            assert [s for _, s in jobs[key]] in (["COMPLETED"], ["CANCELLED"]), jobs
+            assert f"{make.names[key]}: certify: same inputs as before, skipped" in resumed.stderr
         else:
             assert [s for _, s in jobs[key]] == ["COMPLETED"], jobs
             assert f"{make.names[key]}: certify: same inputs as before, skipped" in resumed.stderr
