@@ -155,14 +155,20 @@ def built_test_image(docker_engine, test_base_ref, local_registry, tmp_path_fact
 _ENGINE_FIXTURES = {"docker_engine", "docker_env", "standin_image", "real_image", "built_test_image", "slurm_up"}
 
 
-def _certify_containers() -> dict[str, dict]:
+def _engine_api(timeout_s: int):  # noqa: ANN202 - a docker.APIClient, or None without an engine
     import docker
 
     host = os.environ.get("DOCKER_HOST") or _services_env().get("DOCKER_HOST")
-    if not host:
-        return {}
+    return docker.APIClient(base_url=host, timeout=timeout_s) if host else None
+
+
+def _certify_containers() -> dict[str, dict]:
+    import docker
+
     try:
-        client = docker.APIClient(base_url=host, timeout=30)
+        client = _engine_api(30)
+        if client is None:
+            return {}
         return {c["Id"]: c for c in client.containers(all=True, filters={"label": "io.imgbuild.certify"})}
     except docker.errors.DockerException:
         return {}
@@ -199,11 +205,10 @@ def _image_ids() -> dict[str, list[str]] | None:
     """Image id -> tags; None when the engine cannot be asked (then nothing is removed)."""
     import docker
 
-    host = os.environ.get("DOCKER_HOST") or _services_env().get("DOCKER_HOST")
-    if not host:
-        return None
     try:
-        client = docker.APIClient(base_url=host, timeout=60)
+        client = _engine_api(60)
+        if client is None:
+            return None
         return {i["Id"]: list(i.get("RepoTags") or []) for i in client.images(all=False)}
     except docker.errors.DockerException:
         return None
@@ -218,14 +223,13 @@ def _remove_the_sessions_images():  # noqa: ANN202
     yield
     import docker
 
-    host = os.environ.get("DOCKER_HOST") or _services_env().get("DOCKER_HOST")
     after = _image_ids()
-    if before is None or after is None or not host:
+    if before is None or after is None:
         return  # without both listings every image would look new
     made = {i: tags for i, tags in after.items() if i not in before}
     if not made:
         return
-    client = docker.APIClient(base_url=host, timeout=120)
+    client = _engine_api(120)
     for image_id, tags in made.items():
         if any(t.startswith(_OWN_CLEANUP) for t in tags):
             continue

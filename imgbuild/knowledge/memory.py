@@ -939,9 +939,6 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
     page_size = inp.page_size
     if g.hybrid:
         strategy = inp.mamba_strategy if inp.mamba_strategy != "auto" else "no_buffer"
-        if rules.era == "0.5.14" and inp.mamba_strategy == "auto" and radix:
-            # overlap schedule is still on when the strategy is picked: extra_buffer
-            strategy = "extra_buffer"
         if _vkey(rules.version) >= _vkey("0.5.14") and inp.mamba_strategy == "auto":
             # 0.5.14 server_args.py _handle_mamba_radix_cache (0.5.15 on
             # arg_groups/overrides.py _mamba_radix_cache_resolution): left "auto" without a radix
