@@ -148,7 +148,9 @@ def rel_err(planned: float, logged: float) -> float:
 @pytest.mark.parametrize("case", LOG_CASES, ids=[c.id for c in LOG_CASES])
 def test_plan_gives_the_verdict_the_log_shows(case: LogCase) -> None:
     plan, _, lines = plan_case(case)
-    assert plan.verdict == case.verdict, (plan.failure, plan.refusal, plan.problems)
+    # a plan inside its own error says borderline; its best estimate (fits) must still be the log's
+    verdict = ("fits" if plan.fits else "does-not-fit") if plan.verdict == "borderline" else plan.verdict
+    assert verdict == case.verdict, (plan.failure, plan.refusal, plan.problems, plan.margin_gib)
     text = "\n".join(lines)
     if plan.failure and "Not enough memory" in text:
         assert "Not enough memory. Please try to increase --mem-fraction-static." in plan.failure

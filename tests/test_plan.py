@@ -326,3 +326,49 @@ def test_flags_sglang_accepts_but_cannot_start_with_are_a_verdict_quoting_its_er
     # the same flags with sound values start
     ok = {"--context-length": "8192", "--page-size": "16", "--cuda-graph-max-bs": "8"}[flags[0]]
     assert plan_launch(replace(opts, flags=(flags[0], ok)), matrix=matrix).fits
+
+
+# ----------------------------------------------------------------------------- the margin, and borderline
+
+LLAMA = str(Path(__file__).parent / "data" / "models" / "llama-3.1-8b")
+
+
+def _llama_on_l4(matrix, mfs: float, *, suggest: bool = False):
+    opts = PlanOptions(model=LLAMA, flags=("--mem-fraction-static", f"{mfs:.3f}", "--context-length", "8192"),
+                       gpu="L4", sglang="0.5.11", server_args_path=SERVER_ARGS, suggest=suggest)
+    return plan_launch(opts, matrix=matrix)
+
+
+def test_the_margin_decides_between_fits_borderline_and_does_not_fit(matrix) -> None:
+    """Raising --mem-fraction-static walks Llama-3.1-8B on an L4 from fits into borderline (and on to
+    does-not-fit): borderline exactly where the margin is inside plan's own error (imgbuild/data/plan_error.json)."""
+    seen = set()
+    for step in range(70, 100):
+        result = _llama_on_l4(matrix, step / 100)
+        p, margin = result.plan, result.to_dict()["margin"]
+        if p.refusal or p.margin_gib is None or not p.memory_only:
+            continue  # low fractions: the KV pool is shorter than --context-length, a problem of its own
+        assert margin["headroom_gib"] == round(p.margin_gib, 3) and margin["error_gib"] > 0
+        inside = abs(p.margin_gib) < p.margin_error_gib
+        expected = "borderline" if inside else ("fits" if p.margin_gib >= 0 else "does-not-fit")
+        assert result.verdict == expected and margin["borderline"] == inside, (step, margin)
+        # JSON keeps fits: plan's best estimate, whatever the band
+        assert result.fits == (p.margin_gib >= 0), (step, margin)
+        seen.add(result.verdict)
+    assert {"fits", "borderline"} <= seen  # does-not-fit too where the band is under ~0.7 GiB here
+
+
+def test_a_borderline_plan_exits_1_and_offers_a_change_that_leaves_a_safe_margin(matrix, cli_env, capsys) -> None:
+    mfs = next(m / 1000 for m in range(700, 1000, 5) if _llama_on_l4(matrix, m / 1000).verdict == "borderline")
+    result = _llama_on_l4(matrix, mfs, suggest=True)
+    safe = [s for s in result.suggestions if s.verdict == "fits"]
+    assert safe, [s.to_dict() for s in result.suggestions]
+    with pytest.raises(SystemExit) as exit_:
+        main(["plan", LLAMA, "--gpu", "L4", "--sglang", "0.5.11", "--", "--mem-fraction-static", f"{mfs:.3f}",
+              "--context-length", "8192"])
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 1
+    assert "verdict: borderline" in out and "margin: " in out and "plan's own error here" in out
+    assert err.startswith("imgbuild: borderline: a margin of ") and "inside plan's own error" in err
+    # each change offered as fitting was planned with a margin outside the band (suggest.py)
+    assert all(s.verdict == "fits" for s in result.suggestions if s in safe)

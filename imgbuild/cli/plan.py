@@ -34,7 +34,8 @@ def plan(
 
     imgbuild plan MODEL [--gpu NAME[xN]] [--sglang V] -- --tp 2 --mem-fraction-static 0.85 ...
 
-    Exit 0 fits, 1 does not fit or SGLang refuses the flags, 2 bad input, 3 no GPUs to read.
+    Exit 0 fits, 1 does not fit, borderline (inside plan's own error) or SGLang refuses the
+    flags, 2 bad input, 3 no GPUs to read.
     """
     from imgbuild.adapters.hub import hub_for
     from imgbuild.flows.plan import PlanOptions, plan_launch, plan_lines
@@ -63,6 +64,12 @@ def plan(
     else:
         for line in plan_lines(result):
             click.echo(line)
+    if result.verdict == "borderline":
+        p = result.plan
+        raise NegativeVerdict(
+            f"borderline: a margin of {p.margin_gib or 0.0:+.2f} GiB per GPU is inside plan's own error of "
+            f"+-{p.margin_error_gib:.2f} GiB" + ("; a change above leaves more" if result.suggestions else "")
+        )
     if not result.fits:
         first = result.problems[0] if result.problems else result.verdict
         raise NegativeVerdict(f"{result.verdict}: {first}")

@@ -29,6 +29,7 @@ from imgbuild.knowledge.memory import (
     startup_allowance_gib,
 )
 from imgbuild.knowledge.modelinfo import ModelGeometry, ModelInfo
+from imgbuild.knowledge.planerror import margin_error_share, plan_error
 from imgbuild.knowledge.suggest import GpuView, Suggestion, suggest_changes
 
 __all__ = [
@@ -91,6 +92,17 @@ class PlanResult:
     def explanation(self) -> str:
         return explain_mem_fraction(self.plan)
 
+    def margin(self) -> dict[str, Any]:
+        """How far from the edge, per GPU, and plan's own error there (knowledge/planerror.py)."""
+        p, record = self.plan, plan_error()
+        return {
+            "headroom_gib": None if p.margin_gib is None else round(p.margin_gib, 3),
+            "error_gib": round(p.margin_error_gib, 3),
+            "error_share_of_f0": margin_error_share(),
+            "borderline": p.borderline,
+            "error_source": f"{record.get('logs', 0)} real start-up logs ({record.get('written_by', 'no record')})",
+        }
+
     def to_dict(self) -> dict[str, Any]:
         p = self.plan
         return {
@@ -133,9 +145,11 @@ class PlanResult:
                 "draft_transient_gib": round(p.draft_transient_gib, 3),
                 "reserve_gib": round(p.reserve_gib, 3),
                 "intermediate_ssm_gib": round(p.intermediate_ssm_gib, 3),
+                "req_to_token_gib": round(p.req_to_token_gib, 3),
                 "runtime_need_gib": round(p.runtime_need_gib, 3),
                 "memory_pool_end_avail_gib": round(p.memory_pool_end_avail_gib, 3),
             },
+            "margin": self.margin(),
             "problems": list(self.problems),
             "notes": list(self.notes + p.notes),
             "suggestions": [s.to_dict() for s in self.suggestions],
@@ -443,6 +457,7 @@ def _budget_rows(result: PlanResult) -> list[str]:
         rows.append(_row(f"  conv_state size / ssm_state size ({p.mamba_per_request_bytes / 2**20:.1f} MiB/request)", f"{p.mamba_conv_gib:.2f} / {p.mamba_ssm_gib:.2f}"))
     rows.append(_row(f"KV Cache is allocated. #tokens: {p.kv_tokens}  ({p.kv_cell_bytes} B/token)", f"{p.k_size_gib + p.v_size_gib:.2f}"))
     rows.append(_row("  K size / V size", f"{p.k_size_gib:.2f} / {p.v_size_gib:.2f}"))
+    rows.append(_row(f"ReqToTokenPool ({p.max_running_requests} requests x context {p.context_length}, int32)", f"{p.req_to_token_gib:.2f}"))
     rows.append(_row("Memory pool end. avail mem", f"{p.memory_pool_end_avail_gib:.2f}"))
     if p.draft_weights_gib:
         when = "counted above" if p.rules.draft_weights_before_kv else "loads after the pools"
@@ -476,6 +491,22 @@ def _suggestion_lines(result: PlanResult) -> list[str]:
     return out
 
 
+def _margin_lines(result: PlanResult) -> list[str]:
+    p, m = result.plan, result.margin()
+    if p.margin_gib is None:
+        return []
+    where = "left after the pools, activations and graphs" if p.margin_gib >= 0 and not p.failure else "short"
+    line = f"  margin: {p.margin_gib:+.2f} GiB per GPU ({where}); plan's own error here +-{p.margin_error_gib:.2f} GiB"
+    lines = [line + f" ({m['error_share_of_f0']:.2%} of F0, from {m['error_source']})"]
+    if p.borderline:
+        lines.append(
+            "  borderline: the margin is inside plan's own error, so this launch may "
+            + ("still run out of memory" if result.fits else "still start")
+            + ("; the changes below leave a margin outside it" if result.suggestions else "")
+        )
+    return lines
+
+
 def plan_lines(result: PlanResult) -> list[str]:
     """The per-GPU table, lines named as SGLang's log names them. Text only: cli.py prints it."""
     p = result.plan
@@ -487,6 +518,7 @@ def plan_lines(result: PlanResult) -> list[str]:
     ]
     out += _budget_rows(result)
     out += ["", f"verdict: {result.verdict}"]
+    out += _margin_lines(result)
     out += [f"  - {problem}" for problem in result.problems]
     out += [f"  note: {note}" for note in result.notes + p.notes]
     out += _suggestion_lines(result)

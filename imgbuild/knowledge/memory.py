@@ -45,6 +45,7 @@ from imgbuild.knowledge.modelinfo import (
     vision_params,
     vocab_per_gpu,
 )
+from imgbuild.knowledge.planerror import margin_error_gib
 from imgbuild.knowledge.quantscheme import QuantScheme
 
 GIB = float(1 << 30)
@@ -366,7 +367,7 @@ def graph_defaults(gpu_mem_mib: float | None, tp: int) -> tuple[int, int]:
 
 
 def decode_graph_defaults(inp: MemoryInputs) -> tuple[int, int]:
-    """(chunked_prefill_size, cuda_graph_config.decode.max_bs) of 0.5.16+ (server_args.py
+    """(chunked_prefill_size, cuda_graph_config.decode.max_bs) of 0.5.15+ (server_args.py
     _handle_gpu_memory_settings; arg_groups/memory_hook.py from 0.5.19): from 0.5.20 a GPU under
     35 GiB gets 4096 and 48 (160 at TP >= 4); --cuda-graph-max-bs-decode and
     --cuda-graph-bs-decode (its max) set max_bs; from 0.5.22 a default max_bs is capped at
@@ -541,6 +542,7 @@ class MemoryPlan:
     mamba_conv_gib: float
     mamba_ssm_gib: float
     intermediate_ssm_gib: float
+    req_to_token_gib: float  # the ReqToTokenPool, allocated with the pools out of F0 x (1 - mfs)
     kv_tokens: int
     k_size_gib: float
     v_size_gib: float
@@ -558,6 +560,15 @@ class MemoryPlan:
     failure: str | None  # the exact error SGLang raises while sizing pools
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    # how far the launch is from the edge, GiB per GPU: headroom left after the pools less the runtime
+    # estimate; where a pool or the weights cannot be placed, how far short they fall (negative).
+    # None where no memory figure decides (a refusal, or a failure memory cannot fix).
+    margin_gib: float | None = None
+    # plan's own error on real start-up logs at this F0 (knowledge/planerror.py): a margin inside it
+    # is borderline
+    margin_error_gib: float = 0.0
+    # the only problem is the runtime headroom (so the margin alone decides the verdict)
+    memory_only: bool = True
 
     @property
     def state_gib(self) -> float:
@@ -572,16 +583,28 @@ class MemoryPlan:
         return self.draft_weights_gib + self.draft_kv_gib
 
     @property
+    def borderline(self) -> bool:
+        """The margin is inside plan's own error: the launch may go either way."""
+        return (
+            not self.refusal and self.memory_only and self.margin_gib is not None
+            and abs(self.margin_gib) < self.margin_error_gib
+        )
+
+    @property
     def verdict(self) -> str:
         if self.refusal:
             return "refused"
+        if self.borderline:
+            return "borderline"
         if self.failure or self.problems:
             return "does-not-fit"
         return "fits"
 
     @property
     def fits(self) -> bool:
-        return self.verdict == "fits"
+        """plan's best estimate: a borderline launch fits when its margin is not negative."""
+        verdict = self.verdict
+        return verdict == "fits" or (verdict == "borderline" and (self.margin_gib or 0.0) >= 0)
 
 
 def _spec_family(algorithm: str | None) -> str | None:
@@ -658,23 +681,22 @@ def legacy_mem_fraction_static(inp: MemoryInputs) -> float:
 
 
 def default_mem_fraction_static(inp: MemoryInputs, *, chunked: int, graph_bs: int, piecewise: bool) -> float:
-    """server_args.py ``_handle_gpu_memory_settings`` (0.5.3-0.5.15, read in 0.5.9 and 0.5.11);
-    cuda_graph_mem_fraction_static from 0.5.16 (per-phase CUDA graphs);
+    """server_args.py ``_handle_gpu_memory_settings`` (0.5.3-0.5.14, read in 0.5.9 and 0.5.11);
+    cuda_graph_mem_fraction_static from 0.5.15 (per-phase CUDA graphs);
     legacy_mem_fraction_static before 0.5.3."""
     rules, g = inp.rules, inp.geometry
     if _vkey(rules.version) < _vkey("0.5.3"):
         return legacy_mem_fraction_static(inp)
-    if _vkey(rules.version) >= _vkey("0.5.16"):
+    if _vkey(rules.version) >= _vkey("0.5.15"):
         return cuda_graph_mem_fraction_static(inp, chunked=chunked, graph_bs=graph_bs)
     gpu_mem = inp.gpu_total_mib
     if gpu_mem is None:
         return 0.88 if rules.era != "0.5.14" else 0.95
     # chunked prefill off (-1): the activations of a whole max_prefill_tokens prefill
     reserved = 512.0 + max(chunked if chunked > 0 else inp.max_prefill_tokens, 2048) * 1.5
-    # the CUDA-graph reserve ignores --disable-cuda-graph up to 0.5.14; from 0.5.15 the
-    # reserve is skipped for a disabled graph backend (arg_groups/memory_hook.py reserve_for_graph_mb)
-    if not inp.disable_cuda_graph or _vkey(rules.version) < _vkey("0.5.15"):
-        reserved += graph_bs * 2
+    # the CUDA-graph reserve ignores --disable-cuda-graph up to 0.5.14 (from 0.5.15 it follows
+    # each phase's graph backend: cuda_graph_mem_fraction_static)
+    reserved += graph_bs * 2
     reserved += inp.tp_size * inp.pp_size / 8 * 1024
     if inp.enable_dp_attention:
         reserved += graph_bs * inp.dp_size * 3
@@ -800,8 +822,9 @@ def _graph_reserve_mib(inp: MemoryInputs, *, chunked: int, graph_bs: int) -> flo
 
 
 def cuda_graph_mem_fraction_static(inp: MemoryInputs, *, chunked: int, graph_bs: int) -> float:
-    """The default --mem-fraction-static of 0.5.16-0.5.23: server_args.py
-    ``_handle_gpu_memory_settings`` (0.5.16-0.5.18), arg_groups/memory_hook.py
+    """The default --mem-fraction-static of 0.5.15-0.5.23: server_args.py
+    ``_handle_gpu_memory_settings`` (0.5.15-0.5.18; 0.5.15 inlines what 0.5.16 moved into
+    reserve_for_graph_mb, and has no post-capture sizing), arg_groups/memory_hook.py
     ``handle_gpu_memory_settings`` (0.5.19-0.5.23), without post-capture KV sizing (off unless
     SGLANG_ENABLE_POST_CAPTURE_KV_SIZING). The graph reserve follows the per-phase CUDA graphs:
     the decode graph's max_bs x 2 MiB, the prefill graph's capture sizes x 8 MiB."""
@@ -844,22 +867,29 @@ class _Outcome:
     """What the phases find on the way: SGLang's argument-parsing refusal, the first
     error SGLang would raise while sizing, and the problems and notes, in the order found."""
 
-    __slots__ = ("refusal", "failure", "problems", "notes")
+    __slots__ = ("refusal", "failure", "problems", "notes", "memory_failure", "headroom_problem")
 
     def __init__(self) -> None:
         self.refusal: str | None = None
         self.failure: str | None = None
         self.problems: list[str] = []
         self.notes: list[str] = []
+        self.memory_failure = False  # the failure is memory running short (a margin can say how far)
+        self.headroom_problem: str | None = None  # the problem that is the runtime headroom, if any
 
-    def fail(self, message: str) -> None:
+    def fail(self, message: str, *, memory: bool = False) -> None:
         # SGLang stops at the first error: later phases never overwrite it
         if self.failure is None:
             self.failure = message
+            self.memory_failure = memory
 
     def refuse(self, message: str) -> None:
         if self.refusal is None:
             self.refusal = message
+
+    def memory_only(self) -> bool:
+        """Nothing but memory stops the launch: no failure memory cannot fix, no problem but the headroom."""
+        return (self.failure is None or self.memory_failure) and all(p == self.headroom_problem for p in self.problems)
 
 
 @dataclass(slots=True)
@@ -977,9 +1007,11 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
             # extra_buffer_lazy too (enable_mamba_extra_buffer / 0.5.23 mamba_extra_buffer_of)
             _extra_buffer_page_size(inp, out)
         if not radix and strategy == "extra_buffer" and rules.era == "0.5.10":
+            # server_args.py _handle_mamba_radix_cache; 0.5.13 put a full stop after the flag
+            stop = "." if _vkey(rules.version) >= _vkey("0.5.13") else ""
             out.refuse(
-                "ValueError: mamba extra_buffer is not compatible with --disable-radix-cache Overlap scheduling is "
-                "already supported with no_buffer + disable_radix_cache. Please use --mamba-scheduler-strategy "
+                f"ValueError: mamba extra_buffer is not compatible with --disable-radix-cache{stop} Overlap scheduling "
+                "is already supported with no_buffer + disable_radix_cache. Please use --mamba-scheduler-strategy "
                 "no_buffer instead."
             )
     return radix, strategy, page_size
@@ -1014,14 +1046,14 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     if inp.argument_error:
         out.refuse(inp.argument_error)
     default_chunk, default_bs = graph_defaults(inp.gpu_total_mib, inp.tp_size)
-    if _vkey(inp.rules.version) >= _vkey("0.5.16"):
+    if _vkey(inp.rules.version) >= _vkey("0.5.15"):
         default_chunk, default_bs = decode_graph_defaults(inp)
     chunked = inp.chunked_prefill_size if inp.chunked_prefill_size is not None else default_chunk
     graph_bs = inp.cuda_graph_max_bs if inp.cuda_graph_max_bs is not None else default_bs
     if inp.cuda_graph_bs and _vkey(inp.rules.version) < _vkey("0.5.14"):
         # _handle_gpu_memory_settings: an explicit --cuda-graph-bs list sets the max (0.5.3-0.5.13)
         graph_bs = max(inp.cuda_graph_bs)
-    if _vkey("0.5.14") <= _vkey(inp.rules.version) < _vkey("0.5.16"):
+    if _vkey("0.5.14") <= _vkey(inp.rules.version) < _vkey("0.5.15"):
         # 0.5.14 parses --cuda-graph-max-bs / --cuda-graph-bs into cuda_graph_config's decode phase
         # (dests cuda_graph_max_bs_decode, cuda_graph_bs_decode); its max is the graph reserve's batch size
         f = inp.cuda_graphs
@@ -1162,7 +1194,8 @@ def _rest_for_pools(
         # the weights alone do not fit: loading stops with a CUDA OOM before any pool is sized
         out.fail(
             f"torch.OutOfMemoryError: CUDA out of memory while loading weights "
-            f"({weights_gib:.2f} GiB per GPU, {f0:.2f} GiB free before loading)"
+            f"({weights_gib:.2f} GiB per GPU, {f0:.2f} GiB free before loading)",
+            memory=True,
         )
     rest = avail_after - slack
     if rules.draft_weights_before_kv:
@@ -1230,7 +1263,7 @@ def _hybrid_state_pool(
                 f"Computed max_mamba_cache_size={slots} (total_rest_memory={rest:.2f} GB, "
                 f"mamba_cache_per_req={per_req / MIB:.2f} MB). Try: (1) reduce --max-running-requests, "
                 "(2) increase --mem-fraction-static, (3) reduce --speculative-num-draft-tokens, or "
-                "(4) use GPUs with more memory."
+                "(4) use GPUs with more memory.", memory=True,
             )
     else:
         # 0.5.9 / 0.5.11 model_runner_kv_cache_mixin.py handle_max_mamba_cache
@@ -1260,7 +1293,8 @@ def _kv_pool_tokens(
         out.fail(
             f"ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static={s.mfs}. "
             f"Raise --mem-fraction-static above {math.ceil(minimum * 1000) / 1000:.3f} (minimum viable = 1 - "
-            f"available/pre = {minimum:.4f}). If using speculative decoding, draft weights are now counted."
+            f"available/pre = {minimum:.4f}). If using speculative decoding, draft weights are now counted.",
+            memory=True,
         )
     cell = kv_cell_bytes(inp.geometry, attn_tp=inp.attn_tp_size or inp.tp_size, pp=inp.pp_size, kv_cache_dtype=served_kv_cache_dtype(inp))
     page_size = s.page_size
@@ -1269,7 +1303,7 @@ def _kv_pool_tokens(
     if inp.max_total_tokens is not None and tokens > 0:
         tokens = min(tokens, inp.max_total_tokens // page_size * page_size)
     if tokens <= 0:
-        out.fail(_not_enough_message(inp.rules, s.mfs))
+        out.fail(_not_enough_message(inp.rules, s.mfs), memory=True)
     return cell, tokens
 
 
@@ -1292,7 +1326,8 @@ def _max_running_requests(inp: MemoryInputs, s: _Settings, tokens: int, state: M
         if mrr <= 0:
             out.fail(
                 f"max_running_requests resolves to {mrr}: the mamba state pool "
-                f"(max_mamba_cache_size={slots}) holds no request at {ratio} slots per request"
+                f"(max_mamba_cache_size={slots}) holds no request at {ratio} slots per request",
+                memory=True,
             )
     return mrr
 
@@ -1321,6 +1356,16 @@ def _pool_sizes(
         (max(mrr, 0) + 1) * (s.draft_tokens or 0) * state.ssm_bytes / GIB if state and s.algo is not None else 0.0
     )
     return k_size, v_size, conv_gib, ssm_gib, intermediate_ssm_gib
+
+
+def _req_to_token_gib(s: _Settings, mrr: int) -> float:
+    """The ReqToTokenPool: an int32 row of context_len + 4 slots (+ the draft tokens when speculating)
+    per request, max_num_reqs + 1 rows (mem_cache/memory_pool.py ReqToTokenPool; sized in 0.4.x
+    model_runner.py init_memory_pool, 0.5.9-0.5.13 model_runner_kv_cache_mixin.py, 0.5.23
+    mem_cache/kv_cache_configurator.py). It is allocated after the KV pool is sized, so it comes out of
+    F0 x (1 - mfs); 128k-context models at 2,048 requests take 1 GiB."""
+    columns = s.context + 4 + ((s.draft_tokens or 0) if s.algo is not None else 0)
+    return (max(mrr, 0) + 1) * columns * 4 / GIB
 
 
 def _draft_kv_gib(inp: MemoryInputs, s: _Settings, tokens: int, draft_weights_gib: float) -> float:
@@ -1367,8 +1412,8 @@ def _runtime_headroom(
 
 
 def _verdict(
-    inp: MemoryInputs, s: _Settings, tokens: int, slack: float, runtime_need: float, sglang_reserve: float,
-    draft_after: float, out: _Outcome,
+    inp: MemoryInputs, s: _Settings, tokens: int, slack: float, req_to_token_gib: float, runtime_need: float,
+    sglang_reserve: float, draft_after: float, out: _Outcome,
 ) -> None:
     """Phase 7, the verdict: headroom against the estimate, the context against the pool, and
     what the accounting leaves out."""
@@ -1377,12 +1422,14 @@ def _verdict(
         # SGLang stops at argument parsing: nothing after it happens
         out.failure = None
     if out.failure is None and out.refusal is None:
-        if runtime_need > slack:
-            out.problems.append(
-                f"F0 x (1 - mem_fraction_static) = {slack:.2f} GiB must hold activations, CUDA graphs"
+        if runtime_need > slack - req_to_token_gib:
+            out.headroom_problem = (
+                f"F0 x (1 - mem_fraction_static) = {slack:.2f} GiB, less {req_to_token_gib:.2f} GiB of request-to-token "
+                f"pool, leaves {slack - req_to_token_gib:.2f} GiB to hold activations, CUDA graphs"
                 + (" and the draft model" if draft_after > 0 else "")
                 + f" (about {runtime_need:.2f} GiB): expect CUDA out of memory during graph capture or the first long prefill"
             )
+            out.problems.append(out.headroom_problem)
         elif sglang_reserve > slack:
             out.notes.append(
                 f"SGLang's own heuristic would leave {sglang_reserve:.2f} GiB for activations and graphs; "
@@ -1418,7 +1465,8 @@ def _verdict(
 
 def plan_memory(inp: MemoryInputs) -> MemoryPlan:
     """SGLang's pool sizing for one GPU (the smallest), before anything loads, in the order
-    SGLang starts: server arguments, weights, hybrid state, KV pool, draft, runtime headroom."""
+    SGLang starts: server arguments, weights, hybrid state, KV pool, draft, runtime headroom, margin.
+    Over 60 lines: the phases in order, then one keyword per MemoryPlan field."""
     rules, g = inp.rules, inp.geometry
     out = _Outcome()
     s = _server_args(inp, out)
@@ -1432,9 +1480,12 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
     mrr = _max_running_requests(inp, s, tokens, state, slots, out)
     k_size, v_size, conv_gib, ssm_gib, intermediate_ssm_gib = _pool_sizes(inp, s, tokens, state, slots, mrr)
     draft_kv_gib = _draft_kv_gib(inp, s, tokens, draft_weights_gib)
+    req_to_token_gib = _req_to_token_gib(s, mrr)
     runtime_need, sglang_reserve, draft_after = _runtime_headroom(inp, s, draft_kv_gib, draft_weights_gib, draft_transient_gib)
-    memory_pool_end = avail_after - (draft_before_kv_gib + k_size + v_size + conv_gib + ssm_gib + spec_intermediate)
-    _verdict(inp, s, tokens, slack, runtime_need, sglang_reserve, draft_after, out)
+    pools = draft_before_kv_gib + k_size + v_size + conv_gib + ssm_gib + spec_intermediate + req_to_token_gib
+    memory_pool_end = avail_after - pools
+    _verdict(inp, s, tokens, slack, req_to_token_gib, runtime_need, sglang_reserve, draft_after, out)
+    margin = _margin_gib(out, avail_after, min(rest_before_state, rest), slack - req_to_token_gib - runtime_need)
 
     return MemoryPlan(
         rules=rules,
@@ -1457,6 +1508,7 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
         mamba_conv_gib=conv_gib,
         mamba_ssm_gib=ssm_gib,
         intermediate_ssm_gib=intermediate_ssm_gib,
+        req_to_token_gib=req_to_token_gib,
         kv_tokens=tokens,
         k_size_gib=k_size,
         v_size_gib=v_size,
@@ -1474,7 +1526,20 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
         failure=out.failure,
         problems=tuple(out.problems),
         notes=tuple(out.notes),
+        margin_gib=margin,
+        margin_error_gib=margin_error_gib(inp.free_before_load_gib),
+        memory_only=out.memory_only(),
     )
+
+
+def _margin_gib(out: _Outcome, avail_after: float, rest_for_pools: float, headroom: float) -> float | None:
+    """How far from the edge, GiB per GPU, by what stops the launch first: the weights (what is
+    left after loading), the pools (what is left for them), else the runtime headroom."""
+    if out.refusal is not None or (out.failure is not None and not out.memory_failure):
+        return None
+    if avail_after <= 0:
+        return avail_after
+    return rest_for_pools if out.failure is not None else headroom
 
 
 def with_inputs(inp: MemoryInputs, **changes: Any) -> MemoryInputs:

@@ -197,7 +197,7 @@ class _Candidates:
             desc = desc + [f"only {p.max_running_requests} requests at once"]
         s = Suggestion(pre_flags + flags, "; ".join(pre_desc + desc), pre_cost + cost + penalty, p.verdict,
                        p.kv_tokens, p.max_running_requests, gpu_arg)
-        if p.fits:
+        if p.verdict == "fits":  # a borderline change is not offered as one that fits
             key = tuple(sorted(s.flags))
             if key not in self.found or self.found[key].cost > s.cost:
                 self.found[key] = s
@@ -260,7 +260,7 @@ def suggest_changes(base: MemoryInputs, plan: MemoryPlan, gpus: GpuView, *, limi
     cache rule of 0.5.10-0.5.13: --disable-radix-cache, or --mamba-scheduler-strategy
     extra_buffer), both are searched.
     """
-    if plan.fits:
+    if plan.verdict == "fits":
         return ()
     candidates = _Candidates(base)
     for start in _starts(base, plan):
