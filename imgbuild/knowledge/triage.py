@@ -261,6 +261,8 @@ CATALOG: tuple[Signature, ...] = (
             # pool_configurator.py: the sliding-window pool's share leaves the full pool nothing
             r"pool cap \(\d+ tokens, [\d.]+ Gi?B\) leaves no room for the full KV pool",
             r"SWA pool \(\d+ tokens\) cannot hold even one request",
+            # mem_cache/memory_pool_host.py (0.4.1.post5-0.4.7): the hierarchical cache's host pool
+            r"Not enough host memory available\. Requesting [\d.]+ GB but only have [\d.]+ GB free",
         ),
         "The weights leave no room for the KV cache under --mem-fraction-static: SGLang "
         "sized the pool at zero or fewer tokens.",
@@ -288,6 +290,25 @@ CATALOG: tuple[Signature, ...] = (
         ),
         fatal=False,
         source="model_executor/model_runner_kv_cache_mixin.py",
+    ),
+    Signature(
+        NOT_ENOUGH_MEMORY,
+        # The same failure as vLLM words it (vllm/v1/core/kv_cache_utils.py and the older
+        # engine's check, vllm 27508, 2418, 49064): frameworks that run SGLang often run vLLM too.
+        _re(
+            r"KV cache is needed, which is larger than the available KV cache memory",
+            r"is larger than the maximum number of tokens that can be stored in KV cache",
+            r"exceeds available Mamba cache blocks",
+        ),
+        "The memory left for the KV (or state) cache cannot hold what the engine was asked "
+        "to serve: one request at the model's full length, or the configured number of sequences.",
+        (
+            "Give the cache more memory (SGLang: --mem-fraction-static; vLLM: "
+            "--gpu-memory-utilization), or ask for less: a shorter --context-length / "
+            "--max-model-len, fewer --max-running-requests / --max-num-seqs.",
+            PLAN_ADVICE,
+        ),
+        source="vllm/v1/core/kv_cache_utils.py",
     ),
     Signature(
         CUDA_OOM,
@@ -383,6 +404,10 @@ CATALOG: tuple[Signature, ...] = (
             r"Watchdog caught collective operation timeout",
             r"Some NCCL operations have failed or timed out",
             r"Failed to load NCCL library from",  # pynccl_wrapper.py logs it before failing
+            # torch raises DistBackendError from C10D_NCCL_CHECK (pytorch PR 88134)
+            r"torch\.distributed\.DistBackendError",
+            # c10d's TCPStore rendezvous, which NCCL's init waits on, cannot reach the master
+            r"\[c10d\] The client socket has (?:failed to connect to any network address|timed out after \d+ ?ms)",
         ),
         "NCCL, which links the GPUs for tensor parallelism, failed.",
         (
@@ -406,6 +431,9 @@ CATALOG: tuple[Signature, ...] = (
             r"port \d+ is not available",
             r"port \d+ is already in use",
             r"Could not bind port \d+",  # utils/network.py (0.5.x)
+            # GPUStack (which runs SGLang) checks its service ports before it starts
+            r"Port \d+ required for service '[\w-]+' is not available",
+            r"couldn't bind HTTP server socket",  # llama.cpp's server, as GPUStack runs it
         ),
         "A port SGLang needs is already bound by another process.",
         (
@@ -497,6 +525,11 @@ CATALOG: tuple[Signature, ...] = (
             r"has invalid port number \d+\. Valid TCP port range",
             r"Missing port in address \(expected host:port\)",
             r"Bare IPv6 address without brackets is ambiguous",
+            r"Missing closing bracket in IPv6 address",
+            r"Expected ':port' after closing bracket",
+            r"Invalid IPv6 address inside brackets",
+            r"Empty host in address",
+            r"Invalid port number: ",
         ),
         "This SGLang version refused the launch flags.",
         (
@@ -570,6 +603,9 @@ _KILLED = Signature(
         r"^\s*Exit code: -9\s*$",  # Python's subprocess return code for SIGKILL
         r"exited with code 137",  # docker compose
         r"Out of memory: Killed process|killed as a result of limit of",  # the kernel's log
+        # kubectl describe pod: the container's last state
+        r"^\s*Exit Code:\s*137\s*$",
+        r"\bOOMKilled\b",
     ),
     "The process was killed (SIGKILL); while loading, most often by the kernel's OOM killer "
     "when host RAM runs out.",
