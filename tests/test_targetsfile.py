@@ -25,11 +25,11 @@ FAKE_DIGEST = "sha256:" + "ab" * 32  # render only writes the reference; nothing
 TEAM = """\
 # our team's targets, over the matrix imgbuild ships
 gpus:
-  - name: RTX 6000 Ada
-    aliases: [6000-ada, rtx-6000-ada]
-    smi_names: [NVIDIA RTX 6000 Ada Generation]
+  - name: RTX 5000 Ada
+    aliases: [5000-ada, rtx-5000-ada]
+    smi_names: [NVIDIA RTX 5000 Ada Generation]
     compute_capability: "8.9"
-    memory_mib: 49140
+    memory_mib: 32760
 bases:
   - name: team-cuda-13.0.1-devel
     image: registry.example/team/cuda
@@ -38,23 +38,23 @@ bases:
     glibc: "2.39"
     python: "3.12"
 targets:
-  - name: qwen-6000ada-x2
+  - name: qwen-5000ada-x2
     kind: sglang
     engine: "0.5.11"
     cuda: "13.0"
     base: cuda-13.0.1-devel-ubuntu24.04
     python: "3.12"
     model: Qwen/Qwen3.6-27B
-    gpus: "RTX 6000 Adax2"
+    gpus: "RTX 5000 Adax2"
     launch_flags: ["--tp", "2", "--context-length", "32768"]
   - name: qwen-team-base
     kind: sglang
     engine: "0.5.11"
     base: team-cuda-13.0.1-devel
     python: "3.12"
-    gpus: "6000-ada x2"
+    gpus: "5000-ada x2"
 """.format(digest=FAKE_DIGEST)
-TEAM_TARGET_LINE = 16  # "  - name: qwen-6000ada-x2"
+TEAM_TARGET_LINE = 16  # "  - name: qwen-5000ada-x2"
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -83,20 +83,20 @@ def shown_targets(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, s
 def test_imgbuild_yaml_in_the_working_directory_is_laid_over_the_shipped_matrix(
         capsys: pytest.CaptureFixture[str], team_dir: Path) -> None:
     sources = shown_targets(capsys)
-    assert sources["qwen-6000ada-x2"] == f"imgbuild.yaml:{TEAM_TARGET_LINE}"
+    assert sources["qwen-5000ada-x2"] == f"imgbuild.yaml:{TEAM_TARGET_LINE}"
     assert re.fullmatch(r".*matrix\.yaml:\d+", sources["qwen3.6-27b-a6000x2"])  # the shipped ones stay
     code, out, _ = run(capsys, "matrix", "show")
     assert code == 0
-    row = next(line for line in out.splitlines() if line.startswith("qwen-6000ada-x2 "))
-    assert row.endswith(f"imgbuild.yaml:{TEAM_TARGET_LINE}") and "RTX 6000 Adax2" in row
-    assert any(line.startswith("RTX 6000 Ada ") for line in out.splitlines())  # the team's GPU row
+    row = next(line for line in out.splitlines() if line.startswith("qwen-5000ada-x2 "))
+    assert row.endswith(f"imgbuild.yaml:{TEAM_TARGET_LINE}") and "RTX 5000 Adax2" in row
+    assert any(line.startswith("RTX 5000 Ada ") for line in out.splitlines())  # the team's GPU row
 
 
 def test_without_a_targets_file_only_the_shipped_targets_are_there(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("IMGBUILD_TARGETS", raising=False)
     monkeypatch.chdir(tmp_path)
-    assert "qwen-6000ada-x2" not in shown_targets(capsys)
+    assert "qwen-5000ada-x2" not in shown_targets(capsys)
 
 
 def test_targets_option_and_env_name_the_file_from_anywhere(
@@ -109,20 +109,20 @@ def test_targets_option_and_env_name_the_file_from_anywhere(
     monkeypatch.chdir(elsewhere)
     monkeypatch.delenv("IMGBUILD_TARGETS", raising=False)
     want = f"{team}:{TEAM_TARGET_LINE}"
-    assert shown_targets(capsys, "--targets", str(team))["qwen-6000ada-x2"] == want
+    assert shown_targets(capsys, "--targets", str(team))["qwen-5000ada-x2"] == want
     code, out, err = run(capsys, "matrix", "show", "--json", "--targets", str(team))  # after the command too
     assert code == 0 and want in out, err
     monkeypatch.setenv("IMGBUILD_TARGETS", str(team))
-    assert shown_targets(capsys)["qwen-6000ada-x2"] == want
+    assert shown_targets(capsys)["qwen-5000ada-x2"] == want
 
 
 def test_the_option_wins_over_the_variable_and_the_variable_over_the_working_directory(
         capsys: pytest.CaptureFixture[str], team_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     other = team_dir / "other.yaml"
-    other.write_text(TEAM.replace("qwen-6000ada-x2", "from-env").replace("qwen-team-base", "from-env-2"))
+    other.write_text(TEAM.replace("qwen-5000ada-x2", "from-env").replace("qwen-team-base", "from-env-2"))
     monkeypatch.setenv("IMGBUILD_TARGETS", str(other))
-    assert "from-env" in shown_targets(capsys) and "qwen-6000ada-x2" not in shown_targets(capsys)
-    assert "qwen-6000ada-x2" in shown_targets(capsys, "--targets", "imgbuild.yaml")
+    assert "from-env" in shown_targets(capsys) and "qwen-5000ada-x2" not in shown_targets(capsys)
+    assert "qwen-5000ada-x2" in shown_targets(capsys, "--targets", "imgbuild.yaml")
 
 
 @pytest.mark.parametrize(("args", "env", "needle"), [
@@ -138,18 +138,18 @@ def test_a_named_file_that_is_not_there_is_one_line_and_exit_2(
         monkeypatch.setenv("IMGBUILD_TARGETS", env)
     else:
         monkeypatch.delenv("IMGBUILD_TARGETS", raising=False)
-    code, out, err = run(capsys, *args, "render", "qwen-6000ada-x2", "-o", "ctx")
+    code, out, err = run(capsys, *args, "render", "qwen-5000ada-x2", "-o", "ctx")
     assert code == 2 and out == "" and len(err.splitlines()) == 1 and needle in err, err
     assert "Traceback" not in err and not (tmp_path / "ctx").exists()
 
 
 def test_render_builds_the_context_of_a_team_target_and_of_one_on_a_team_base(
         capsys: pytest.CaptureFixture[str], team_dir: Path) -> None:
-    code, out, err = run(capsys, "render", "qwen-6000ada-x2", "-o", "ctx", "--json")
+    code, out, err = run(capsys, "render", "qwen-5000ada-x2", "-o", "ctx", "--json")
     assert code == 0, err
-    assert json.loads(out)["target"] == "qwen-6000ada-x2"
+    assert json.loads(out)["target"] == "qwen-5000ada-x2"
     recipe = json.loads((team_dir / "ctx" / "recipe.json").read_text())
-    assert recipe["target"]["gpus"] == "RTX 6000 Adax2" and recipe["target"]["engine"] == "0.5.11"
+    assert recipe["target"]["gpus"] == "RTX 5000 Adax2" and recipe["target"]["engine"] == "0.5.11"
     assert "--hash=sha256:" in (team_dir / "ctx" / "requirements.lock").read_text()  # the shipped lock
     code, _out, err = run(capsys, "render", "qwen-team-base", "-o", "ctx2")
     assert code == 0, err
@@ -159,18 +159,18 @@ def test_render_builds_the_context_of_a_team_target_and_of_one_on_a_team_base(
 
 def test_plan_and_check_know_the_team_gpu_row(capsys: pytest.CaptureFixture[str], team_dir: Path,
                                               tmp_path: Path) -> None:
-    code, out, err = run(capsys, "plan", SEED, "--gpu", "RTX 6000 Adax2", "--json", "--", "--tp", "2",
+    code, out, err = run(capsys, "plan", SEED, "--gpu", "RTX 5000 Adax2", "--json", "--", "--tp", "2",
                          "--context-length", "32768")
     assert code in (0, 1), err  # a verdict on the team's GPU, not "unknown GPU"
     planned = json.loads(out)
-    assert planned["gpu"]["name"] == "RTX 6000 Ada" and planned["gpu"]["count"] == 2, planned["gpu"]
-    code, out, err = run(capsys, "check", SEED, "--sglang", "0.5.11", "--gpu", "6000-ada x2",
+    assert planned["gpu"]["name"] == "RTX 5000 Ada" and planned["gpu"]["count"] == 2, planned["gpu"]
+    code, out, err = run(capsys, "check", SEED, "--sglang", "0.5.11", "--gpu", "5000-ada x2",
                          "--driver", "580.126.09", "--json")
     assert code == 0, err
     assert json.loads(out)["supported"] is True
     (team_dir / "imgbuild.yaml").unlink()  # without the file the GPU is unknown again
-    code, _out, err = run(capsys, "plan", SEED, "--gpu", "RTX 6000 Adax2", "--", "--tp", "2")
-    assert code == 2 and "unknown GPU 'RTX 6000 Adax2'" in err
+    code, _out, err = run(capsys, "plan", SEED, "--gpu", "RTX 5000 Adax2", "--", "--tp", "2")
+    assert code == 2 and "unknown GPU 'RTX 5000 Adax2'" in err
 
 
 def test_the_team_constraints_rows_apply_to_locking(team_dir: Path) -> None:
@@ -197,7 +197,7 @@ def test_matrix_option_still_replaces_the_shipped_matrix_under_the_team_file(
     assert code == 0, err
     shown = json.loads(out)
     assert shown["targets_file"] == "imgbuild.yaml"
-    assert {t["name"] for t in shown["targets"]} >= {"qwen-6000ada-x2"}
+    assert {t["name"] for t in shown["targets"]} >= {"qwen-5000ada-x2"}
     assert all(s.startswith(str(golden)) or s.startswith("imgbuild.yaml")
                for s in (t["source"] for t in shown["targets"])), sources
 
@@ -217,7 +217,7 @@ def test_matrix_validate_warns_of_a_team_target_without_a_shipped_lock(
                                              .replace('engine: "0.5.11"\n    cuda', 'engine: "0.5.12"\n    cuda'))
     code, _out, err = run(capsys, "matrix", "validate")
     assert code == 0
-    assert f"warning: imgbuild.yaml:{TEAM_TARGET_LINE}: qwen-6000ada-x2: no lock sglang-0.5.12-cp311-x86_64.txt" in err
+    assert f"warning: imgbuild.yaml:{TEAM_TARGET_LINE}: qwen-5000ada-x2: no lock sglang-0.5.12-cp311-x86_64.txt" in err
     assert "imgbuild lock 0.5.12 --python 3.11 --arch x86_64" in err
 
 
@@ -237,14 +237,14 @@ BAD_FILES = [
      r"^imgbuild\.yaml:10: targets\[0\]\.launch_flags: must be a list of quoted strings"),
     ("engine-not-released", "targets:\n" + TARGET_ROW.replace('engine: "0.5.11"', 'engine: "9.9.9"'),
      r"^imgbuild\.yaml:4: targets\[0\]\.engine: SGLang 9\.9\.9 is not in the shipped matrix's engines:"),
-    ("unknown-gpu", "targets:\n" + TARGET_ROW, r"^imgbuild\.yaml:9: targets\[0\]\.gpus: unknown GPU 'RTX 6000 Adax2' \(a name or alias from "),
+    ("unknown-gpu", "targets:\n" + TARGET_ROW, r"^imgbuild\.yaml:9: targets\[0\]\.gpus: unknown GPU 'RTX 5000 Adax2' \(a name or alias from "),
     ("unknown-base", "targets:\n" + TARGET_ROW.replace("base: cuda-13.0.1-devel-ubuntu24.04", "base: nowhere"),
      r"^imgbuild\.yaml:6: targets\[0\]\.base: 'nowhere' is neither a name in bases:"),
-    ("clash-shipped-target", "targets:\n" + TARGET_ROW.replace("qwen-6000ada-x2", "qwen3.6-27b-a6000x2")
-     .replace('gpus: "RTX 6000 Adax2"', 'gpus: "RTX A6000x2"'),
+    ("clash-shipped-target", "targets:\n" + TARGET_ROW.replace("qwen-5000ada-x2", "qwen3.6-27b-a6000x2")
+     .replace('gpus: "RTX 5000 Adax2"', 'gpus: "RTX A6000x2"'),
      r"^imgbuild\.yaml:2: targets\[0\]\.name: 'qwen3\.6-27b-a6000x2' is already a target of the shipped matrix"),
-    ("twice-in-the-file", "targets:\n" + TARGET_ROW.replace('"RTX 6000 Adax2"', '"RTX A6000x2"') * 2,
-     r"^imgbuild\.yaml:11: targets\[1\]\.name: 'qwen-6000ada-x2' is used twice \(first at targets\[0\]\)"),
+    ("twice-in-the-file", "targets:\n" + TARGET_ROW.replace('"RTX 5000 Adax2"', '"RTX A6000x2"') * 2,
+     r"^imgbuild\.yaml:11: targets\[1\]\.name: 'qwen-5000ada-x2' is used twice \(first at targets\[0\]\)"),
     ("clash-shipped-gpu-alias", "gpus:\n  - {name: My Card, aliases: [a6000], compute_capability: '8.6', "
      "memory_mib: 49140}\n", r"^imgbuild\.yaml:2: gpus\[0\]\.aliases\[0\]: 'a6000' is already the shipped GPU 'RTX A6000'"),
     ("gpu-memory-missing", "gpus:\n  - name: My Card\n    compute_capability: '8.6'\n",
@@ -312,7 +312,7 @@ def test_the_installed_command_finds_imgbuild_yaml_in_the_working_directory(team
     env = {k: v for k, v in os.environ.items() if k not in ("IMGBUILD_TARGETS", "IMGBUILD_MATRIX")}
     exe = Path(sys.executable).with_name("imgbuild")
     command = [str(exe)] if exe.exists() else [sys.executable, "-m", "imgbuild.cli"]
-    done = subprocess.run([*command, "render", "qwen-6000ada-x2", "-o", "ctx"], cwd=team_dir, env=env,
+    done = subprocess.run([*command, "render", "qwen-5000ada-x2", "-o", "ctx"], cwd=team_dir, env=env,
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert (team_dir / "ctx" / "Dockerfile").is_file()
