@@ -133,6 +133,22 @@ def test_flags_that_do_not_fit_get_plans_cheapest_change_that_fits() -> None:
     assert again.fits
 
 
+def test_a_borderline_launch_takes_the_change_that_leaves_a_margin_outside_plans_error() -> None:
+    """Flags inside plan's own error (knowledge/planerror.py) are not written as they are when a change
+    leaves a safe margin: the target gets the change, and its plan says fits."""
+    from imgbuild.flows.plan import PlanOptions, plan_launch
+
+    def plan(flags: tuple[str, ...]) -> Any:
+        opts_ = PlanOptions(model=str(MODEL_DIRS[LLAMA]), flags=flags, gpu="L4x1", sglang="0.5.11", suggest=False)
+        return plan_launch(opts_, matrix=MATRIX)
+
+    given = next(f for m in range(850, 1000, 5)
+                 if plan(f := ("--mem-fraction-static", f"{m / 1000:.3f}", "--context-length", "8192")).verdict == "borderline")
+    flags, result, why = fit_flags(decide_info(LLAMA), given, "L4x1", "0.5.11", MATRIX)
+    assert result.verdict == "fits" and flags != given and why is not None, (flags, result.verdict, why)
+    assert "borderline" in why
+
+
 def decide_info(model: str) -> Any:
     from imgbuild.knowledge.modelinfo import inspect_model
 

@@ -263,9 +263,10 @@ USEFUL_KV_TOKENS = 4096
 def fit_flags(info: ModelInfo, flags: tuple[str, ...], gpu: str, engine: str, matrix: Matrix,
               ) -> tuple[tuple[str, ...], PlanResult, str | None]:
     """(the flags that fit, their plan, what was changed and why) or the first plan that does not
-    fit with None as the reason; the change is plan's cheapest on the same GPUs."""
+    fit with None as the reason; the change is plan's cheapest on the same GPUs. A borderline plan
+    (inside plan's own error) takes a change that leaves a safe margin where one exists."""
     first = _plan(info, flags, gpu, engine, matrix, suggest=True)
-    if first.fits:
+    if first.verdict == "fits":
         return flags, first, None
     problem = first.problems[0] if first.problems else first.verdict
     scant: tuple[tuple[str, ...], PlanResult, str, tuple[str, ...]] | None = None  # flags, plan, why, the change
@@ -274,7 +275,7 @@ def fit_flags(info: ModelInfo, flags: tuple[str, ...], gpu: str, engine: str, ma
             continue  # another GPU set, or a change that is not a flag (drop speculative decoding)
         changed = merge_flags(flags, s.flags)
         again = _plan(info, changed, gpu, engine, matrix, suggest=False)
-        if not again.fits:
+        if again.verdict != "fits":
             continue
         why = f"{' '.join(s.flags)} ({s.description}); as given: {problem}"
         if again.plan.kv_tokens >= min(again.plan.context_length, USEFUL_KV_TOKENS):
