@@ -602,9 +602,10 @@ class MemoryPlan:
 
     @property
     def fits(self) -> bool:
-        """plan's best estimate: a borderline launch fits when its margin is not negative."""
+        """plan's best estimate: a borderline launch fits when its margin is not negative and SGLang's
+        sizing raised nothing (a pool a few bytes short still fails)."""
         verdict = self.verdict
-        return verdict == "fits" or (verdict == "borderline" and (self.margin_gib or 0.0) >= 0)
+        return verdict == "fits" or (verdict == "borderline" and (self.margin_gib or 0.0) >= 0 and not self.failure)
 
 
 def _spec_family(algorithm: str | None) -> str | None:
