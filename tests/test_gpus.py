@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from imgbuild.errors import EnvironmentUnavailable, UsageError
-from imgbuild.adapters.gpus import GpuDevice, GpuProcess, HostGpus, NvmlProbe, SnapshotProbe, default_probe
+from imgbuild.adapters.gpus import (
+    GpuDevice,
+    GpuProcess,
+    HostGpus,
+    NvmlProbe,
+    SnapshotProbe,
+    _memory_info,
+    default_probe,
+)
 
 HOST = HostGpus(
     driver_version="580.126.09",
@@ -51,3 +59,41 @@ def test_bad_snapshot_is_bad_input(tmp_path: Path, content: str | None, message:
 def test_nvml_probe_without_a_driver_says_so() -> None:
     with pytest.raises(EnvironmentUnavailable, match="no NVIDIA driver"):
         NvmlProbe().read()
+
+
+class _Nvml:
+    """Stands in for the pynvml module's memory call only: a driver with or without NVML's v2 memory info."""
+
+    nvmlMemory_v2 = 0x2000028
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self, has_v2: bool) -> None:
+        self.has_v2 = has_v2
+        self.asked: list[object] = []
+
+    def nvmlDeviceGetMemoryInfo(self, handle: object, version: object = None) -> str:
+        self.asked.append(version)
+        if version is not None and not self.has_v2:
+            raise self.NVMLError("Function Not Found")
+        return "v2" if version is not None else "v1"
+
+
+@pytest.mark.parametrize(("has_v2", "expect", "asked"), [(True, "v2", [0x2000028]), (False, "v1", [0x2000028, None])],
+                         ids=["driver-with-v2", "driver-before-r510"])
+def test_memory_is_read_as_nvidia_smi_shows_it_where_the_driver_can(has_v2: bool, expect: str, asked: list) -> None:
+    """v1's used counts the driver's reserve (615 MiB on an idle H200 that nvidia-smi shows at 0 MiB)."""
+    nvml = _Nvml(has_v2)
+    assert _memory_info(nvml, handle=object()) == expect
+    assert nvml.asked == asked
+
+
+@pytest.mark.parametrize("name", ["h200x1-nvml-idle.json", "h200x1-nvml-held.json"])
+def test_real_nvml_snapshots_are_consistent(name: str) -> None:
+    """Snapshots written by `imgbuild gpus --json` on a real H200: used + free stays under total by the
+    driver's reserve only (v2 memory info), and a process's memory is inside what the GPU shows used."""
+    device = SnapshotProbe(Path(__file__).parent / "data" / "gpus" / name).read().devices[0]
+    reserve_mib = device.memory_total_mib - device.memory_used_mib - device.memory_free_mib
+    assert 0 <= reserve_mib <= 1024
+    assert sum(p.used_memory_mib for p in device.processes) <= device.memory_used_mib

@@ -211,6 +211,20 @@ def test_leftover_processes_shrink_f0(matrix) -> None:
     assert busy.plan.kv_tokens < clean.plan.kv_tokens
 
 
+def test_a_real_nvml_read_with_a_process_holding_40_gib_plans_on_what_is_free(matrix) -> None:
+    """tests/data/gpus/h200x1-nvml-*.json are imgbuild's NvmlProbe read on a real H200 (scripts/check_nvml.py
+    agreed with nvidia-smi on every field), idle and while a python3 process held 40 GiB: the seed's retry
+    onto GPUs a dead run still holds is planned on the 99.2 GiB left, not on memory.total."""
+    idle = plan(matrix, "--tp", "1", gpu=None, probe=SnapshotProbe(GPU_SNAPSHOTS / "h200x1-nvml-idle.json"))
+    held_probe = SnapshotProbe(GPU_SNAPSHOTS / "h200x1-nvml-held.json")
+    held = plan(matrix, "--tp", "1", gpu=None, probe=held_probe)
+    assert (idle.gpu_source, idle.gpu_count) == ("nvml", 1)
+    free_gib = held_probe.read().devices[0].memory_free_mib / 1024
+    assert held.plan.free_before_load_gib == pytest.approx(free_gib - held.allowance_gib)
+    assert idle.plan.free_before_load_gib - held.plan.free_before_load_gib == pytest.approx(41578 / 1024, abs=0.01)
+    assert held.plan.kv_tokens < idle.plan.kv_tokens
+
+
 @pytest.mark.parametrize(
     ("flags", "gpu", "message"),
     [
