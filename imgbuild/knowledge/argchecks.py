@@ -96,6 +96,12 @@ def _host_receive_on(values: Values) -> bool:
     return float(threshold) > 0 if Version(values[_VERSION]) < Version("0.5.22") else float(threshold) < 1
 
 
+def _linear_decode_backend(values: Values) -> str:
+    # handle_linear_attn_backend: the decode backend, else the shared one; an inherited flashkda decodes on triton
+    decode = _v(values, "linear_attn_decode_backend") or _v(values, "linear_attn_backend", "triton")
+    return "triton" if decode == "flashkda" else str(decode)
+
+
 def _attn_dp_enabled(values: Values) -> bool:
     # runtime_context.py attn_dp_enabled_of (0.5.22+): --attn-dp-size > 1, or the deprecated --enable-dp-attention
     return _int(values, "attn_dp_size") > 1 or bool(_v(values, "enable_dp_attention"))
@@ -291,6 +297,23 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: "ValueError: Stochastic rounding for the Mamba SSM cache requires --mamba-ssm-dtype float16, got "
                        f"{_v(v, 'mamba_ssm_dtype')!r}. Run with --mamba-ssm-dtype float16 or disable "
                        "--enable-mamba-cache-stochastic-rounding."),
+    ArgCheck("linear-attn-decode-not-flashkda", "arg_groups/attention_hook.py handle_linear_attn_backend", "0.5.15", "0.5.23",
+             # server_args.py _handle_linear_attn_backend through 0.5.18; an explicit choice only (an inherited
+             # --linear-attn-backend flashkda falls back to triton for decode)
+             lambda v: _v(v, "linear_attn_decode_backend") == "flashkda",
+             lambda v: "ValueError: --linear-attn-decode-backend flashkda is not supported: FlashKDA is prefill-only. Use "
+                       "--linear-attn-prefill-backend flashkda (decode stays on triton)."),
+    # the same function's ReplaySSM guard, on the decode backend left after the flashkda fallback (not modelled:
+    # SM100+ with a bfloat16 mamba state defaults decode to flashinfer there)
+    ArgCheck("linear-replayssm-needs-triton-decode", "_handle_linear_attn_backend", "0.5.15", "0.5.17",
+             lambda v: bool(_v(v, "enable_linear_replayssm")) and _linear_decode_backend(v) != "triton",
+             lambda v: "ValueError: --enable-linear-replayssm requires the Triton linear-attn decode backend, got "
+                       f"--linear-attn-decode-backend={_linear_decode_backend(v)!r}."),
+    ArgCheck("linear-replayssm-needs-triton-or-helion-decode", "arg_groups/attention_hook.py handle_linear_attn_backend",
+             "0.5.18", "0.5.23",
+             lambda v: bool(_v(v, "enable_linear_replayssm")) and _linear_decode_backend(v) not in ("triton", "helion"),
+             lambda v: "ValueError: --enable-linear-replayssm requires Triton, or Helion for KDA, as the linear-attn decode "
+                       f"backend; got --linear-attn-decode-backend={_linear_decode_backend(v)!r}."),
     ArgCheck("linker-mla-dedup-needs-mooncake", "arg_groups/hicache_hook.py handle_hicache", "0.5.21", "0.5.23",
              lambda v: bool(_v(v, "enable_linker_mla_dedup")) and (
                  not _v(v, "enable_unified_cache_external_linker")
@@ -419,6 +442,10 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: "ValueError: --radix-eviction-policy tlru needs 'threshold' greater than 'next_prompt_estimate' in "
                        f"--radix-eviction-policy-config, got {_tlru_bounds(v)[0]} <= {_tlru_bounds(v)[1]}; otherwise no "
                        "tokens are ever TEL-safe and T-LRU is exactly LRU."),
+    ArgCheck("session-radix-needs-priority", "_handle_cache_compatibility", "0.5.15", "0.5.16",
+             # 0.5.17 moved the check to mem_cache/registry.py (at cache creation, another text)
+             lambda v: bool(_v(v, "enable_session_radix_cache")) and _v(v, "radix_eviction_policy", "lru") != "priority",
+             lambda v: "ValueError: --enable-session-radix-cache requires --radix-eviction-policy priority"),
     ArgCheck("hicache-without-radix", "_handle_cache_compatibility", "0.5.1", "0.5.23",
              lambda v: bool(_v(v, "enable_hierarchical_cache")) and bool(_v(v, "disable_radix_cache")),
              lambda v: "ValueError: The arguments enable-hierarchical-cache and disable-radix-cache are mutually exclusive "
@@ -444,6 +471,17 @@ def first_refusal(version: str, values: Values, architectures: tuple[str, ...] =
         if check.in_release(version) and check.applies(seen):
             return check.message(seen)
     return None
+
+
+def checked_after_model_adjustments(version: str, message: str) -> bool:
+    """Whether SGLang ``version`` raises ``message`` (one of first_refusal's) only after its model adjustments,
+    so that a refusal there (a hybrid model's radix cache with speculation, knowledge/memory.py
+    _mamba_radix_cache) is the one SGLang prints. server_args.py 0.5.12-0.5.13.post1: the speculative name is
+    read (spec_info.py SpeculativeAlgorithm.from_string) in _handle_speculative_decoding (0.5.13:
+    arg_groups/speculative_hook.py), which __post_init__ runs after _handle_model_specific_adjustments; from
+    0.5.14 on that radix-cache refusal is gone."""
+    return message.startswith("ValueError: Unknown speculative algorithm name:") \
+        and Version("0.5.12") <= Version(version) <= Version("0.5.13.post1")
 
 
 def _page_size_zero(values: Values, version: str, hybrid: bool) -> str | None:

@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from imgbuild.knowledge.argchecks import checked_after_model_adjustments
 from imgbuild.knowledge.modelinfo import (
     DTYPE_BYTES,
     MODELLED_VISION,
@@ -1044,7 +1045,8 @@ def _model_runner_multimodal_factor(inp: MemoryInputs) -> float:
 def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     """Phase 1, free memory and mem-fraction-static: the defaults server_args.py fills in
     (_handle_gpu_memory_settings, _handle_speculative_decoding, _handle_mamba_radix_cache)."""
-    if inp.argument_error:
+    late = bool(inp.argument_error) and checked_after_model_adjustments(inp.rules.version, inp.argument_error or "")
+    if inp.argument_error and not late:
         out.refuse(inp.argument_error)
     default_chunk, default_bs = graph_defaults(inp.gpu_total_mib, inp.tp_size)
     if _vkey(inp.rules.version) >= _vkey("0.5.15"):
@@ -1072,6 +1074,8 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     mrr_flag, draft_tokens = _speculative_defaults(inp, algo)
     context = _context_length(inp, out)
     radix, strategy, page_size = _mamba_radix_cache(inp, algo, out)
+    if late:
+        out.refuse(inp.argument_error or "")
     return _Settings(
         chunked, graph_bs, piecewise, algo, mfs, mfs_default, mrr_flag, draft_tokens, context, radix, strategy, page_size
     )

@@ -56,6 +56,12 @@ PAIRS = [
     ["--page-size", "0", "--disable-radix-cache"],
     ["--page-size", "3", "--mamba-scheduler-strategy", "extra_buffer"],
     ["--enable-mixed-chunk", "--disable-radix-cache"],
+    ["--linear-attn-decode-backend", "flashkda"],  # refused from 0.5.15 (a middle choice from 0.5.17 on)
+    ["--linear-attn-backend", "flashkda"],  # decode then falls back to triton
+    ["--enable-session-radix-cache", "--radix-eviction-policy", "priority"],
+    ["--enable-linear-replayssm", "--linear-attn-decode-backend", "flashinfer"],
+    ["--enable-linear-replayssm", "--linear-attn-backend", "flashinfer", "--disable-radix-cache"],
+    ["--speculative-algorithm", "x", "--disable-radix-cache"],  # the unknown name without the hybrid refusal
 ]
 
 
