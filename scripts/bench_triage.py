@@ -96,7 +96,8 @@ def bench_docker() -> None:
     from imgbuild.adapters.certstore import CertStore
     from imgbuild.adapters.gpus import SnapshotProbe
     from imgbuild.knowledge.matrix import load_matrix
-    from test_certify import free_port, services, standin_context  # the tests' own image recipe
+    from conftest import unused_tcp_port
+    from test_certify import services, standin_context  # the tests' own image recipe
 
     env = services()
     if "IMGBUILD_TEST_BASE" not in env:
@@ -115,7 +116,7 @@ def bench_docker() -> None:
         for mode in ("not-enough-memory", "child-traceback"):
             opts = CertifyOptions(
                 image=ref, gpus="RTX A6000x2", launch_flags=("--tp", "2"), model_dir=str(model),
-                attach_gpus=False, probe_source="snapshot", host_port=free_port(), ready_timeout_s=deadline_s,
+                attach_gpus=False, probe_source="snapshot", host_port=unused_tcp_port(), ready_timeout_s=deadline_s,
                 environment={"STANDIN_FAIL": mode, "STANDIN_STEP_S": "0.5"}, lock_dir=Path(tmp) / "locks")
             t0 = time.monotonic()
             cert = certify(opts, eng=eng, probe=SnapshotProbe(ROOT / "tests/data/gpus/a6000x2-clean.json"),
