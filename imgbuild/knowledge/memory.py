@@ -1561,6 +1561,10 @@ def with_inputs(inp: MemoryInputs, **changes: Any) -> MemoryInputs:
 #   TP4 L4         22.49 - 21.63 = 0.86  (0.4.3, custom all-reduce off; tests/data/logs/qwq-32b.*)
 #   TP4 RTX PRO 6000 95.59 - 94.01 = 1.58 (https://github.com/sgl-project/sglang/issues/40558)
 #   TP8 H200       140.40 - 137.29 = 3.11 (https://github.com/sgl-project/sglang/pull/11716)
+#   TP1 H200       140.40 - 139.19 = 1.21 (measured on a lent H200, driver 580.159.04, torch 2.11.0+cu130: the
+#                                         driver's reserve 0.60 (torch's total is 139.80) and the CUDA context
+#                                         0.61; an eager world-1 NCCL group and one all-reduce take 0.56 more,
+#                                         which SGLang at TP 1 does not create)
 # fitted as a context plus a per-extra-rank communicator share (about +-0.3 GiB on these).
 CUDA_CONTEXT_GIB = 0.9
 NCCL_GIB_PER_EXTRA_RANK = 0.28
