@@ -161,3 +161,42 @@ def test_suggest_offers_no_fp8_kv_cache_when_auto_already_serves_fp8(monkeypatch
     offers = suggest.suggest_changes(fp8_kv, plan_memory(fp8_kv), gpus)
     assert offers and not any("--kv-cache-dtype" in s.flags for s in offers)
     assert tried and set(tried) == {"auto"}  # never even re-planned
+
+
+# ---- --quantization fp8 on a checkpoint without a quantization config (quantized at load)
+PLAN_MODELS = Path(__file__).resolve().parent / "data" / "plan_logs" / "models"
+
+
+def _plan_json(model: Path, gpu: str, version: str, *flags: str) -> tuple[int, dict]:
+    result = CliRunner().invoke(cli, ["plan", str(model), "--gpu", gpu, "--sglang", version, "--no-suggest", "--json",
+                                      "--", *flags])
+    return result.exit_code, json.loads(result.output)
+
+
+def test_quantize_at_load_keeps_the_fp8_size_after_loading() -> None:
+    """Qwen3-8B BF16 with --quantization fp8 on SGLang 0.5.10.post1 logged "mem usage=9.09 GB"
+    (tests/data/plan_logs/qwen3-8b-fp8online.*): the projections in one byte, the rest in bf16."""
+    code, plan = _plan_json(PLAN_MODELS / "qwen3-8b", "RTX 4090", "0.5.10.post1", "--quantization", "fp8")
+    _, bf16 = _plan_json(PLAN_MODELS / "qwen3-8b", "RTX 4090", "0.5.10.post1")
+    assert code == 0 and plan["fits"]
+    assert abs(plan["per_gpu"]["weights_gib"] / 9.09 - 1) < 0.03
+    assert plan["per_gpu"]["kv_tokens"] > 2 * bf16["per_gpu"]["kv_tokens"]
+
+
+def test_quantize_at_load_needs_the_unconverted_size_free_while_loading() -> None:
+    """gemma-3-12b-it in float16 with --quantization fp8 on an RTX 4070 Ti SUPER ran out of memory in
+    Fp8LinearMethod.create_weights (sglang issue 5576): the FP8 size would fit, the float16 load does not."""
+    code, plan = _plan_json(PLAN_MODELS / "gemma-3-12b-it", "RTX 4070 Ti SUPER", "0.4.5.post1",
+                            "--dtype=float16", "--quantization", "fp8", "--context-length", "7000")
+    assert code == 1 and plan["verdict"] == "does-not-fit"
+    assert "while loading weights" in plan["sglang_error"] and "before --quantization fp8" in plan["sglang_error"]
+    assert plan["margin"]["headroom_gib"] < 0
+    assert plan["per_gpu"]["weights_gib"] < plan["per_gpu"]["free_before_load_gib"]
+
+
+def test_quantization_flag_leaves_a_quantized_checkpoint_as_it_is() -> None:
+    g = inspect_model(str(_where("qwen3.8-27b-fp8"))).geometry
+    from imgbuild.knowledge.memory import online_quant_scheme
+
+    assert online_quant_scheme(g, "fp8") is None
+    assert online_quant_scheme(inspect_model(str(MODELS / "llama-3.1-8b")).geometry, "awq") is None

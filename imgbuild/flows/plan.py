@@ -185,8 +185,8 @@ def resolve_version(requested: str | None, *, architecture: str, matrix: Any) ->
     )
 
 
-def read_gpus(options_gpu: str | None, *, matrix: Any, probe: Any, world: int, tp: int, pp: int) -> GpuView:
-    allowance = startup_allowance_gib(tp, pp)
+def read_gpus(options_gpu: str | None, *, matrix: Any, probe: Any, world: int, tp: int, pp: int, nnodes: int = 1) -> GpuView:
+    allowance = startup_allowance_gib(tp, pp, nnodes)
     if options_gpu:
         from imgbuild.knowledge.customgpu import parse_custom_gpu
 
@@ -312,6 +312,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         cuda_graphs=cuda_graph_flags(v),
         disable_overlap_schedule=bool(v.get("disable_overlap_schedule")),
         linear_attn_backend=str(v.get("linear_attn_backend") or "triton"),
+        quantization_flag=v.get("quantization"),
     )
 
 
@@ -377,7 +378,8 @@ def plan_launch(
     data_version, launch = _parse_launch(flags, version, options.server_args_path, notes)
 
     world = launch.tp_size * launch.pp_size * (1 if launch.enable_dp_attention else launch.dp_size)
-    gpus = read_gpus(options.gpu, matrix=matrix, probe=probe, world=world, tp=launch.tp_size, pp=launch.pp_size)
+    gpus = read_gpus(options.gpu, matrix=matrix, probe=probe, world=world, tp=launch.tp_size, pp=launch.pp_size,
+                     nnodes=int(launch.values.get("nnodes") or 1))
     check_parallelism(geometry, launch, gpus.count, gpus.name)
 
     notes.extend(f"{h}: F0 is what it leaves" for h in gpus.holders)

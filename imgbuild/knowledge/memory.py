@@ -271,6 +271,31 @@ def quantized_params_per_gpu(scheme: QuantScheme, split: WeightSplit) -> float:
 
 FP8_METHODS = frozenset({"fp8", "w8a8_fp8", "fbgemm_fp8", "modelopt_fp8", "compressed-tensors"})
 
+# --quantization fp8 on a checkpoint without a quantization config: layers/quantization/fp8.py
+# Fp8Config.get_quant_method gives every LinearBase an Fp8LinearMethod and every FusedMoE an
+# Fp8MoEMethod; on a checkpoint that is not FP8-serialized their create_weights allocate the
+# weights in the model dtype, the loader (model_loader/loader.py DefaultModelLoader.load_model)
+# reads the whole checkpoint into them, and only then process_weights_after_loading quantizes
+# each to float8_e4m3 with one scale per tensor (input_to_float8). So the load peaks at the
+# model-dtype size, and "Load weight end ... mem usage" is the FP8 size (read in 0.4.5.post1 and
+# 0.5.10.post1). Embeddings and lm_head (VocabParallelEmbedding) get no quant method.
+ONLINE_FP8 = QuantScheme("fp8", "FP8 per tensor, quantized at load (--quantization fp8)", 8, source="--quantization fp8")
+
+
+def online_quant_scheme(g: ModelGeometry, quantization_flag: str | None) -> QuantScheme | None:
+    """The scheme SGLang quantizes an unquantized checkpoint to at load, where imgbuild sizes it."""
+    if g.quantization or (quantization_flag or "").lower() != "fp8":
+        return None
+    return ONLINE_FP8
+
+
+def online_quantized_per_gpu_bytes(g: ModelGeometry, split: WeightSplit, scheme: QuantScheme, *, tp: int) -> float:
+    """The target's bytes per GPU once quantize-at-load has run: the decoder projections in the
+    scheme's format, the rest (embeddings, norms, vision tower) in the model dtype."""
+    params = split.target_per_gpu_params + split.vision_per_gpu_params + max(0, split.unexplained_params) / tp
+    packed = quantized_params_per_gpu(scheme, split)
+    return packed * scheme.bytes_per_weight + (params - packed) * g.dtype_bytes
+
 
 # ----------------------------------------------------------------------------- KV and state
 
@@ -517,6 +542,7 @@ class MemoryInputs:
     cuda_graphs: CudaGraphFlags = CudaGraphFlags()  # read from 0.5.16 on
     disable_overlap_schedule: bool = False  # read from 0.5.16 on (the hybrid cache strategy)
     linear_attn_backend: str = "triton"
+    quantization_flag: str | None = None  # --quantization as given (None: the checkpoint's own)
 
 
 @dataclass(frozen=True)
@@ -869,7 +895,7 @@ class _Outcome:
     """What the phases find on the way: SGLang's argument-parsing refusal, the first
     error SGLang would raise while sizing, and the problems and notes, in the order found."""
 
-    __slots__ = ("refusal", "failure", "problems", "notes", "memory_failure", "headroom_problem")
+    __slots__ = ("refusal", "failure", "problems", "notes", "memory_failure", "headroom_problem", "load_short_gib")
 
     def __init__(self) -> None:
         self.refusal: str | None = None
@@ -878,6 +904,7 @@ class _Outcome:
         self.notes: list[str] = []
         self.memory_failure = False  # the failure is memory running short (a margin can say how far)
         self.headroom_problem: str | None = None  # the problem that is the runtime headroom, if any
+        self.load_short_gib: float | None = None  # F0 less a load peak above the weights kept (quantize-at-load)
 
     def fail(self, message: str, *, memory: bool = False) -> None:
         # SGLang stops at the first error: later phases never overwrite it
@@ -1136,6 +1163,20 @@ def _weights(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tuple[float,
     g, tp = inp.geometry, inp.tp_size
     _check_capability(inp, out)
     split, weights_gib = _target_weights(g, tp, inp.pp_size, 1 if inp.mm_enable_dp_encoder else tp, inp.attn_tp_size or tp)
+    online = online_quant_scheme(g, inp.quantization_flag)
+    if online is not None:
+        if weights_gib >= inp.free_before_load_gib and out.refusal is None:
+            out.load_short_gib = inp.free_before_load_gib - weights_gib
+            out.fail(
+                f"torch.OutOfMemoryError: CUDA out of memory while loading weights ({weights_gib:.2f} GiB per GPU in "
+                f"{g.dtype} before --quantization fp8 converts them, {inp.free_before_load_gib:.2f} GiB free before loading)",
+                memory=True,
+            )
+        weights_gib = online_quantized_per_gpu_bytes(g, split, online, tp=tp) / GIB + LOAD_OVERHEAD_GIB
+        out.notes.append(
+            f"--quantization fp8: the weights load in {g.dtype} and are converted to FP8 after loading; "
+            "the load needs the unconverted size free"
+        )
     draft_weights_gib = 0.0
     draft_transient_gib = 0.0
     if algo is not None and algo != "NGRAM":
@@ -1542,6 +1583,8 @@ def _margin_gib(out: _Outcome, avail_after: float, rest_for_pools: float, headro
     left after loading), the pools (what is left for them), else the runtime headroom."""
     if out.refusal is not None or (out.failure is not None and not out.memory_failure):
         return None
+    if out.load_short_gib is not None:
+        return out.load_short_gib
     if avail_after <= 0:
         return avail_after
     return rest_for_pools if out.failure is not None else headroom
@@ -1570,10 +1613,13 @@ CUDA_CONTEXT_GIB = 0.9
 NCCL_GIB_PER_EXTRA_RANK = 0.28
 
 
-def startup_allowance_gib(tp_size: int, pp_size: int = 1) -> float:
-    """What the CUDA context and communicators take before SGLang measures F0."""
-    world = max(1, tp_size * pp_size)
-    return CUDA_CONTEXT_GIB + NCCL_GIB_PER_EXTRA_RANK * (world - 1)
+def startup_allowance_gib(tp_size: int, pp_size: int = 1, nnodes: int = 1) -> float:
+    """What the CUDA context and communicators take before SGLang measures F0. The share per
+    extra rank counts the ranks on this GPU's own node (--nnodes splits tp x pp evenly over the
+    nodes): a TP 16 launch over two 8-GPU nodes logs 79.65 - 76.97 = 2.68 GiB on H800s
+    (https://github.com/sgl-project/sglang/issues/4161), about TP 8's figure, not TP 16's."""
+    local = max(1, (tp_size * pp_size) // max(1, nnodes))
+    return CUDA_CONTEXT_GIB + NCCL_GIB_PER_EXTRA_RANK * (local - 1)
 
 
 def explain_mem_fraction(plan: MemoryPlan) -> str:
