@@ -330,10 +330,17 @@ def test_triage_imports_no_adapter_library():
 # (19 of 22) and the classifier was then changed from the tuned part's misses only. Of the 41
 # collected after those (36 tuned, 5 held out), the tuned misses (10) were fixed from the tuned
 # logs alone; scored at the end, the whole held-out part reads 22 of 27 with the code before that
-# change and 23 of 27 after it (the new held-out logs: 2 of 5, then 3 of 5).
+# change and 23 of 27 after it (the new held-out logs: 2 of 5, then 3 of 5). Of the 44 collected
+# after those (35 tuned, 9 held out: one-line pastes, ROCm/Ascend out-of-memory lines, NCCL WARN
+# lines, c10d socket lines, Ray's actor-death text, transformers' older wordings), both parts were
+# scored before any change: the tuned part 31 of 35, the held-out part 29 of 37 (0.78; the new
+# held-out logs 6 of 9). The four tuned misses were fixed from the tuned logs alone (a traceback
+# through ninja's runner, c10d's listen failure, Ray's memory kill, "Can't load config for");
+# scored after that change the held-out part still reads 29 of 37 (the new logs 6 of 9), so the
+# new honest held-out logs pulled the floor down from 0.82 to what it measures.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.82  # measured 23 of 28 (0.821) with hunyuanvideo-213 added unscored-before (read unknown); the target is 0.95
+HELDOUT_FLOOR = 0.78  # measured 29 of 37 (0.784), down from 23 of 28 by the 9 new held-out logs; the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -354,8 +361,9 @@ def test_heldout_corpus_score_is_reported_and_above_its_floor(capsys):
               if diagnose_log(lines).failure_class != expect]
     score = 1 - len(misses) / len(results)
     with capsys.disabled():
-        print(f"\nheld-out corpus: {len(results) - len(misses)}/{len(results)} classes right ({score:.0%}); misses: {misses}")
-    assert len(results) >= 28 and score >= HELDOUT_FLOOR
+        # the count only: naming the misses would show whoever tunes the classifier why held-out logs fail
+        print(f"\nheld-out corpus: {len(results) - len(misses)}/{len(results)} classes right ({score:.0%})")
+    assert len(results) >= 37 and score >= HELDOUT_FLOOR
 
 
 def test_every_corpus_log_cites_its_source_and_every_class_is_covered():
@@ -367,7 +375,7 @@ def test_every_corpus_log_cites_its_source_and_every_class_is_covered():
         assert first.startswith(("# source: https://github.com/", "# source: local run on this machine")), path.name
         klass = corpus_case(path)[0]
         counts[klass] = counts.get(klass, 0) + 1
-    assert len(TUNED) + len(HELDOUT) >= 136
+    assert len(TUNED) + len(HELDOUT) >= 185
     failing = [c for c in CLASSES if c not in ("none",)]
     assert all(counts.get(c, 0) >= 4 for c in failing), {c: counts.get(c, 0) for c in failing}
 
@@ -426,6 +434,17 @@ EXCERPT_LINES = [
     ("falling-back-warning-is-no-failure", ["Warning: No accelerator (CUDA, XPU, HPU) is available. - Falling back to CPU"], "none"),
     ("old-libcuda", ["ImportError: /usr/lib/python3/sgl_kernel/common_ops.abi3.so: undefined symbol: cuTensorMapEncodeTiled"], "driver-too-old"),
     ("npu-oom", ["torch.OutOfMemoryError: NPU out of memory. Tried to allocate 72.00 MiB"], "cuda-oom"),
+    ("c10d-store-cannot-listen",
+     ["torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address."],
+     "port-in-use"),
+    ("ray-memory-monitor", ["ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."],
+     "killed"),
+    ("transformers-2-config-wording", ["OSError: Can't load config for 'model/final_model'. Make sure that:"],
+     "model-not-found"),
+    ("cut-traceback-through-ninja",
+     ["Traceback (most recent call last):",
+      '  File "/venv/lib/python3.12/site-packages/torch/utils/cpp_extension.py", line 2506, in _run_ninja_build',
+      "    subprocess.run("], "jit-build-failed"),
     ("unmatched-error-line", ["ValueError: something SGLang refused"], "unknown"),
 ]
 

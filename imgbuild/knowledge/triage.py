@@ -434,6 +434,10 @@ CATALOG: tuple[Signature, ...] = (
             # GPUStack (which runs SGLang) checks its service ports before it starts
             r"Port \d+ required for service '[\w-]+' is not available",
             r"couldn't bind HTTP server socket",  # llama.cpp's server, as GPUStack runs it
+            # c10d's TCPStore (torch/csrc/distributed/c10d/socket.cpp), the rendezvous that torch
+            # distributed and SGLang's --dist-init-addr start, cannot bind its port; the errno
+            # that says why is often on the [W] lines above or cut (Cortex issue 42)
+            r"The server socket has failed to listen on any local network address",
         ),
         "A port SGLang needs is already bound by another process.",
         (
@@ -452,6 +456,9 @@ CATALOG: tuple[Signature, ...] = (
             r"is not a local folder and is not a(?: valid model identifier|\s*$)",
             r"Incorrect path_or_model_id",
             r"Can't load the configuration of",
+            # the same in transformers' older configuration_utils.py (and its tokenizer's): "Can't
+            # load config for '{path}'. Make sure that: ..." (GPT2-Chinese issue 169)
+            r"Can't load (?:config|tokenizer) for '",
             r"does not appear to have a file named [\w.-]+\.json",
             r"RepositoryNotFoundError|HFValidationError",
             r"GatedRepoError|Cannot access gated repo",
@@ -617,7 +624,22 @@ _KILLED = Signature(
     ),
     source="shell",
 )
-CATALOG = CATALOG + (_IMPORT, _NO_GPU, _KILLED)
+# Ray's own reading that a worker (an SGLang engine in verl, slime, OpenRLHF) died for memory:
+# unlike a bare "Killed", which SGLang's teardown also prints, it names the cause, so it is
+# matched like any signature. python/ray/_raylet.pyx appends "The worker may have exceeded K8s
+# pod memory limits" to the exit detail of a worker ended by a signal in a pod (Agent-R1 issue 33);
+# Ray's memory monitor raises ray.exceptions.OutOfMemoryError with the second text.
+_RAY_KILLED = Signature(
+    KILLED,
+    _re(
+        r"The worker may have exceeded K8s pod memory limits",
+        r"Task was killed due to the node running low on memory",
+    ),
+    _KILLED.summary,
+    _KILLED.advice,
+    source="ray/_raylet.pyx, Ray's memory monitor",
+)
+CATALOG = CATALOG + (_IMPORT, _NO_GPU, _KILLED, _RAY_KILLED)
 
 _OOM_ADVICE: dict[str | None, tuple[str, ...]] = {
     PHASE_LOAD: (
@@ -840,7 +862,8 @@ _FLAGS_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == FLAGS_REF
 
 def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
     """A traceback's exception by the catalog; an unmatched one raised from server_args.py
-    is SGLang refusing the flags (its checks are asserts and ValueErrors there)."""
+    is SGLang refusing the flags (its checks are asserts and ValueErrors there), one raised
+    while ninja ran a kernel build is that build failing."""
     assert tb.exception is not None
     text = _exception_text(msgs, tb.exception)
     sig = _match(text)
@@ -849,9 +872,22 @@ def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
     if sig is None and text.startswith("KeyError") and any("configuration_auto.py" in f for f in tb.frames):
         # transformers' CONFIG_MAPPING has no entry for the checkpoint's model_type: too old
         return _UNSUPPORTED_SIGNATURE
+    if sig is None and _in_jit_build(tb.frames):
+        return _JIT_SIGNATURE
     if sig is None and _is_import_chain(tb.frames):
         return _IMPORT
     return sig
+
+
+_JIT_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == JIT_BUILD_FAILED)
+# the functions that run ninja for a kernel compiled at launch: torch/utils/cpp_extension.py
+# (_run_ninja_build, which flashinfer's older JIT and deepspeed use) and flashinfer/jit/cpp_ext.py
+# (run_ninja); a traceback through them is a build that failed, whatever its exception says
+_JIT_BUILD_FRAME = re.compile(r'", line \d+, in (?:_run_ninja_build|run_ninja)\b')
+
+
+def _in_jit_build(frames: Iterable[str]) -> bool:
+    return any("ninja" in f and _JIT_BUILD_FRAME.search(f) for f in frames)
 
 
 _UNSUPPORTED_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == UNSUPPORTED_ARCHITECTURE)
@@ -1279,18 +1315,8 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
                 ready=log.ready,
             )
     cut = next((tb for tb in log.tracebacks if tb.start == marker and tb.exception is None), None)
-    if cut is not None and _is_import_chain(cut.frames):
-        return Diagnosis(
-            failure_class=IMPORT_FAILED,
-            cause=f"{cut.frames[-1]} (the exception itself is not in the log)",
-            advice=(LOCK_ADVICE,),
-            evidence=(lines[marker],),
-            summary="Probably the environment cannot import sglang: the traceback, cut before its "
-            "exception, is a chain of module imports.",
-            line_number=marker + 1,
-            confidence="inferred",
-            ready=log.ready,
-        )
+    if cut is not None and (inferred := _diagnose_cut_traceback(log, cut, marker)) is not None:
+        return inferred
     # entrypoints/engine.py: a scheduler that died before reporting ready is logged as 'Rank N
     # scheduler is dead' and 'Exit code: -9' when SIGKILLed; the launcher's traceback that follows
     # (an EOFError) is the consequence, not the cause
@@ -1309,6 +1335,31 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
         evidence=(lines[at],),
         summary="The log shows a failure that no known signature matches.",
         line_number=at + 1,
+        ready=log.ready,
+    )
+
+
+def _diagnose_cut_traceback(log: _Log, cut: _Traceback, marker: int) -> Diagnosis | None:
+    """A traceback cut before its exception, read by its frames: through ninja, a kernel build
+    that failed; a chain of module imports, an environment that cannot import sglang."""
+    if _in_jit_build(cut.frames):
+        build = next(f for f in cut.frames if _JIT_BUILD_FRAME.search(f))
+        failure_class, cause, advice = JIT_BUILD_FAILED, build, _JIT_SIGNATURE.advice
+        summary = "Probably a kernel compiled at launch failed to build: the traceback, cut before its exception, runs through ninja."
+    elif _is_import_chain(cut.frames):
+        failure_class, cause, advice = IMPORT_FAILED, cut.frames[-1], (LOCK_ADVICE,)
+        summary = ("Probably the environment cannot import sglang: the traceback, cut before its "
+                   "exception, is a chain of module imports.")
+    else:
+        return None
+    return Diagnosis(
+        failure_class=failure_class,
+        cause=f"{cause} (the exception itself is not in the log)",
+        advice=advice,
+        evidence=(log.lines[marker],),
+        summary=summary,
+        line_number=marker + 1,
+        confidence="inferred",
         ready=log.ready,
     )
 
