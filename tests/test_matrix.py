@@ -192,3 +192,12 @@ def test_a_cache_that_was_tampered_into_a_huge_file_is_ignored(tmp_path: Path, m
     with _cache_path(path).open("r+b") as fh:
         fh.truncate(3 * 2**30)
     assert load_matrix(path).engine("0.5.2").version == "0.5.2"
+
+
+def test_nvlink_is_read_and_must_be_a_boolean(tmp_path: Path) -> None:
+    m = load_matrix(write(tmp_path, SMALL.replace("memory_mib: 49140}", "memory_mib: 49140, nvlink: false}")))
+    assert m.resolve_gpu("a6000")[0].nvlink is False and m.resolve_gpu("5090")[0].nvlink is None
+    path = write(tmp_path, SMALL.replace("memory_mib: 49140}", 'memory_mib: 49140, nvlink: "pcie"}'))
+    with pytest.raises(MatrixError) as caught:
+        load_matrix(path)
+    assert caught.value.problems == [f"{path}:5: gpus[0].nvlink: must be true or false, not 'pcie'"]

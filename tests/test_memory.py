@@ -456,3 +456,21 @@ def test_releases_before_0_5_3_use_their_own_default_mem_fraction(
     plan = plan_memory(MemoryInputs(rules=rules_for(version), geometry=g, tp_size=tp, pp_size=pp, gpu_total_mib=gpu_mib,
                                     free_before_load_gib=gpu_mib / 1024 - 1.5, **extra))
     assert plan.mem_fraction_static == pytest.approx(mfs, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("tp", "nnodes", "nvlink", "extra_ranks"),
+    [
+        (1, 1, False, 0),
+        (2, 1, False, 1),  # a pair may still run SGLang's custom all-reduce over P2P
+        (4, 1, False, 0),  # beyond two PCIe-only GPUs it is off: L4 x4 logs 0.86 GiB
+        (4, 1, True, 3),  # NVLink H20 x4 logs 2.12 GiB
+        (4, 1, None, 3),  # not recorded: the larger allowance, so F0 is not overstated
+        (16, 2, True, 7),  # the ranks on one node count: H800 TP 16 over two nodes logs 2.68 GiB
+    ],
+    ids=["tp1", "pcie-pair", "pcie-tp4", "nvlink-tp4", "unknown-tp4", "two-nodes"],
+)
+def test_startup_allowance_counts_ranks_that_share_nccl_memory(tp: int, nnodes: int, nvlink: bool | None,
+                                                                extra_ranks: int) -> None:
+    assert startup_allowance_gib(tp, 1, nnodes, nvlink) == pytest.approx(
+        startup_allowance_gib(1) + extra_ranks * (startup_allowance_gib(2) - startup_allowance_gib(1)))

@@ -186,16 +186,18 @@ def resolve_version(requested: str | None, *, architecture: str, matrix: Any) ->
 
 
 def read_gpus(options_gpu: str | None, *, matrix: Any, probe: Any, world: int, tp: int, pp: int, nnodes: int = 1) -> GpuView:
-    allowance = startup_allowance_gib(tp, pp, nnodes)
     if options_gpu:
         from imgbuild.knowledge.customgpu import parse_custom_gpu
 
         custom = parse_custom_gpu(options_gpu)  # '24GiBx2': a GPU matrix.yaml does not list
         if custom is not None:
             name, count, mib = custom
+            allowance = startup_allowance_gib(tp, pp, nnodes)
             return GpuView(name, count, float(mib), mib / 1024 - allowance, allowance, "--gpu")
         spec, count = matrix.resolve_gpu(options_gpu)
-        return GpuView(spec.name, count, float(spec.memory_mib), spec.memory_mib / 1024 - allowance, allowance, "--gpu")
+        allowance = startup_allowance_gib(tp, pp, nnodes, spec.nvlink)
+        return GpuView(spec.name, count, float(spec.memory_mib), spec.memory_mib / 1024 - allowance, allowance, "--gpu",
+                       nvlink=spec.nvlink)
     if probe is None:
         raise UsageError("no --gpu and no GPU probe", hint="pass --gpu NAME[xN] to plan for GPUs you are not on")
     host = probe.read()
@@ -204,6 +206,9 @@ def read_gpus(options_gpu: str | None, *, matrix: Any, probe: Any, world: int, t
 
         raise EnvironmentUnavailable("NVML reports no GPUs on this host", hint="pass --gpu NAME[xN] to plan for other GPUs")
     used = host.devices[: max(1, world)]
+    row = matrix.gpu_by_smi_name(host.devices[0].name) if matrix is not None else None
+    nvlink = row.nvlink if row is not None else None
+    allowance = startup_allowance_gib(tp, pp, nnodes, nvlink)
     free = min(d.memory_free_mib for d in used) / 1024 - allowance
     total = min(d.memory_total_mib for d in host.devices)
     holders = tuple(
@@ -211,7 +216,7 @@ def read_gpus(options_gpu: str | None, *, matrix: Any, probe: Any, world: int, t
         for d in used
         for proc in d.processes
     )
-    return GpuView(host.devices[0].name, len(host.devices), float(total), free, allowance, "nvml", holders)
+    return GpuView(host.devices[0].name, len(host.devices), float(total), free, allowance, "nvml", holders, nvlink)
 
 
 def check_parallelism(g: ModelGeometry, launch: LaunchConfig, gpu_count: int, gpu_name: str) -> None:

@@ -459,6 +459,10 @@ class _Checker:
             memory = row.get("memory_mib")
             if not isinstance(memory, int) or memory <= 0:
                 self.problem(where + ("memory_mib",), f"must be a positive integer (MiB), not {memory!r}")
+            nvlink = row.get("nvlink")
+            if nvlink is not None and not isinstance(nvlink, bool):
+                self.problem(where + ("nvlink",), f"must be true or false, not {nvlink!r}")
+                nvlink = None
             for j, alias in enumerate(aliases):
                 key = normalize_gpu_name(alias)
                 if key in seen and seen[key] != where:
@@ -466,7 +470,8 @@ class _Checker:
                 seen[key] = where
             if name and cc and isinstance(memory, int):
                 out.append(
-                    GpuSpec(name=name, aliases=aliases, smi_names=smi_names, compute_capability=cc, memory_mib=memory)
+                    GpuSpec(name=name, aliases=aliases, smi_names=smi_names, compute_capability=cc, memory_mib=memory,
+                            nvlink=nvlink)
                 )
         return tuple(out)
 

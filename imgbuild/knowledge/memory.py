@@ -1613,12 +1613,20 @@ CUDA_CONTEXT_GIB = 0.9
 NCCL_GIB_PER_EXTRA_RANK = 0.28
 
 
-def startup_allowance_gib(tp_size: int, pp_size: int = 1, nnodes: int = 1) -> float:
-    """What the CUDA context and communicators take before SGLang measures F0. The share per
-    extra rank counts the ranks on this GPU's own node (--nnodes splits tp x pp evenly over the
-    nodes): a TP 16 launch over two 8-GPU nodes logs 79.65 - 76.97 = 2.68 GiB on H800s
-    (https://github.com/sgl-project/sglang/issues/4161), about TP 8's figure, not TP 16's."""
+def startup_allowance_gib(tp_size: int, pp_size: int = 1, nnodes: int = 1, nvlink: bool | None = None) -> float:
+    """What the CUDA context and communicators take before SGLang measures F0.
+
+    The share per extra rank counts the ranks on this GPU's own node (--nnodes splits tp x pp
+    evenly over the nodes): a TP 16 launch over two 8-GPU nodes logs 79.65 - 76.97 = 2.68 GiB on
+    H800s (https://github.com/sgl-project/sglang/issues/4161), about TP 8's figure, not TP 16's.
+    More than two GPUs that are not all on NVLink (``nvlink`` False: PCIe cards) take no share:
+    SGLang turns its custom all-reduce off there (distributed/device_communicators/
+    custom_all_reduce.py, "not supported on more than two PCIe-only GPUs") and NCCL goes through
+    the host; TP 4 on L4s and on RTX 4090s logs 0.86 and 0.91 GiB (tests/data/plan_logs), against
+    2.12 on NVLink H20s. One point disagrees: TP 4 on RTX PRO 6000s, 1.58 (issue 40558)."""
     local = max(1, (tp_size * pp_size) // max(1, nnodes))
+    if nvlink is False and local > 2:
+        return CUDA_CONTEXT_GIB
     return CUDA_CONTEXT_GIB + NCCL_GIB_PER_EXTRA_RANK * (local - 1)
 
 

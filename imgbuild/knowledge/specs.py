@@ -42,6 +42,9 @@ class GpuSpec:
     smi_names: tuple[str, ...]
     compute_capability: str  # "8.6"
     memory_mib: int  # memory.total as nvidia-smi reports it
+    # every board of a multi-GPU server on NVLink (SXM / HGX: True), pairs at most (PCIe cards,
+    # bridged pairs: False), or not recorded (None)
+    nvlink: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ class GpuView:
     allowance_gib: float
     source: str
     holders: tuple[str, ...] = ()  # processes already holding memory on the GPUs the launch uses
+    nvlink: bool | None = None  # matrix.yaml's row: all boards on NVLink (None: not recorded)
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def _more_gpus(base: MemoryInputs, gpus: GpuView) -> list[tuple[tuple[str, ...],
     ) and all(not h or h % tp == 0 for h in (g.linear_num_key_heads, g.linear_num_value_heads))
     if heads_ok:
         need = tp * base.pp_size
-        free = gpus.free_gib + gpus.allowance_gib - startup_allowance_gib(tp, base.pp_size)
+        free = gpus.free_gib + gpus.allowance_gib - startup_allowance_gib(tp, base.pp_size, nvlink=gpus.nvlink)
         gpu_arg = f"{gpus.name}x{need}" if gpus.source == "--gpu" else None
         if gpus.source == "--gpu" or gpus.count >= need:
             out.append((("--tp-size", str(tp)), f"{need} GPUs, TP {tp}", replace(base, tp_size=tp, attn_tp_size=tp, free_before_load_gib=free), gpu_arg))

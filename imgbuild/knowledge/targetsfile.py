@@ -41,7 +41,7 @@ DEFAULT_FILE = "imgbuild.yaml"
 TEAM_SECTIONS = ("targets", "gpus", "bases", "constraints")
 # The keys each row may have (the shipped matrix's rows have these and no others).
 ROW_KEYS = {
-    "gpus": ("name", "aliases", "smi_names", "compute_capability", "memory_mib", "source"),
+    "gpus": ("name", "aliases", "smi_names", "compute_capability", "memory_mib", "nvlink", "source"),
     "bases": ("name", "image", "tag", "digest", "platforms", "glibc", "python", "source"),
     "constraints": ("engines", "requirement", "reason", "source"),
 }
