@@ -337,10 +337,19 @@ def test_triage_imports_no_adapter_library():
 # held-out logs 6 of 9). The four tuned misses were fixed from the tuned logs alone (a traceback
 # through ninja's runner, c10d's listen failure, Ray's memory kill, "Can't load config for");
 # scored after that change the held-out part still reads 29 of 37 (the new logs 6 of 9), so the
-# new honest held-out logs pulled the floor down from 0.82 to what it measures.
+# new honest held-out logs pulled the floor down from 0.82 to what it measures. Of the 63 collected
+# after those (54 tuned, 9 held out), both parts were scored before any change: the tuned part 39 of
+# 54, the held-out part 37 of 46 (the new held-out logs 8 of 9). Three tuned logs were dropped because
+# their text does not hold the cause the thread found (sglang 7033 and 4689 are cut before the error
+# their titles name; faster-whisper 1229 shows only "CUDA driver version is insufficient" where the
+# GPU had not been passed into the container). The other twelve tuned misses were fixed from the
+# tuned logs alone (a missing shared library, Ray's memory-monitor texts, DeepSpeed's and torchrun's
+# -9, NCCL's own result strings, docker without the NVIDIA toolkit, vLLM's older cache-block
+# refusal, TurboMind's "CUDA runtime error: out of memory"); scored after that change, the held-out
+# part reads 38 of 46 (0.83).
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.78  # measured 29 of 37 (0.784), down from 23 of 28 by the 9 new held-out logs; the target is 0.95
+HELDOUT_FLOOR = 0.82  # measured 38 of 46 (0.826); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -363,7 +372,7 @@ def test_heldout_corpus_score_is_reported_and_above_its_floor(capsys):
     with capsys.disabled():
         # the count only: naming the misses would show whoever tunes the classifier why held-out logs fail
         print(f"\nheld-out corpus: {len(results) - len(misses)}/{len(results)} classes right ({score:.0%})")
-    assert len(results) >= 37 and score >= HELDOUT_FLOOR
+    assert len(results) >= 46 and score >= HELDOUT_FLOOR
 
 
 def test_every_corpus_log_cites_its_source_and_every_class_is_covered():
@@ -375,7 +384,7 @@ def test_every_corpus_log_cites_its_source_and_every_class_is_covered():
         assert first.startswith(("# source: https://github.com/", "# source: local run on this machine")), path.name
         klass = corpus_case(path)[0]
         counts[klass] = counts.get(klass, 0) + 1
-    assert len(TUNED) + len(HELDOUT) >= 185
+    assert len(TUNED) + len(HELDOUT) >= 245
     failing = [c for c in CLASSES if c not in ("none",)]
     assert all(counts.get(c, 0) >= 4 for c in failing), {c: counts.get(c, 0) for c in failing}
 
@@ -445,6 +454,20 @@ EXCERPT_LINES = [
      ["Traceback (most recent call last):",
       '  File "/venv/lib/python3.12/site-packages/torch/utils/cpp_extension.py", line 2506, in _run_ninja_build',
       "    subprocess.run("], "jit-build-failed"),
+    ("missing-shared-library", ["libnvrtc.so.12: cannot open shared object file: No such file or directory"],
+     "import-failed"),
+    ("no-libcuda-is-no-gpu", ["OSError: libcuda.so.1: cannot open shared object file: No such file or directory"],
+     "no-gpu-visible"),
+    ("ray-memory-pressure", ["(raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM), "
+                             "0 Workers crashed due to other reasons at node"], "killed"),
+    ("deepspeed-minus-nine", ["[launch.py:319:sigkill_handler] ... exits with return code = -9"], "killed"),
+    ("nccl-result-string", ["UnknownError: ncclCommInitRank failed: unhandled cuda error"], "nccl"),
+    ("docker-without-nvidia-toolkit",
+     ['docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].'],
+     "no-gpu-visible"),
+    ("vllm-v0-cache-blocks", ["ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`"],
+     "not-enough-memory"),
+    ("turbomind-oom", ["RuntimeError: [TM][ERROR] CUDA runtime error: out of memory memory_utils.cu:32"], "cuda-oom"),
     ("unmatched-error-line", ["ValueError: something SGLang refused"], "unknown"),
 ]
 

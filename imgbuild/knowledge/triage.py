@@ -299,6 +299,8 @@ CATALOG: tuple[Signature, ...] = (
             r"KV cache is needed, which is larger than the available KV cache memory",
             r"is larger than the maximum number of tokens that can be stored in KV cache",
             r"exceeds available Mamba cache blocks",
+            # vllm/worker/worker.py raise_if_cache_size_invalid (the engine before v1)
+            r"No available memory for the cache blocks",
         ),
         "The memory left for the KV (or state) cache cannot hold what the engine was asked "
         "to serve: one request at the model's full length, or the configured number of sequences.",
@@ -315,7 +317,7 @@ CATALOG: tuple[Signature, ...] = (
         _re(
             r"CUDA out of memory",
             r"torch\.(cuda\.)?OutOfMemoryError",
-            r"CUDA error: out of memory",
+            r"CUDA (?:runtime )?error: out of memory",  # "runtime": lmdeploy's TurboMind (memory_utils.cu)
             r"cudaErrorMemoryAllocation",
             r"NPU out of memory",  # torch_npu on Ascend, the same failure
             r"RayTaskError\(OutOfMemoryError\)",  # a Ray task (an RL rollout) that hit it
@@ -408,6 +410,9 @@ CATALOG: tuple[Signature, ...] = (
             r"torch\.distributed\.DistBackendError",
             # c10d's TCPStore rendezvous, which NCCL's init waits on, cannot reach the master
             r"\[c10d\] The client socket has (?:failed to connect to any network address|timed out after \d+ ?ms)",
+            # NCCL's own result string after a failed call (nccl/src/misc/utils.cc ncclGetErrorString),
+            # as TensorFlow, Horovod and torch's older errors pass it on
+            r"\bnccl\w+ failed: (?:unhandled cuda error|unhandled system error|internal error|invalid usage|remote process exited)",
         ),
         "NCCL, which links the GPUs for tensor parallelism, failed.",
         (
@@ -566,6 +571,8 @@ _IMPORT = Signature(
         r"undefined symbol: _Z\w+",
         r"ModuleNotFoundError: No module named",
         r"\bImportError: ",
+        # the dynamic loader's own message for a missing library (libcuda is the no-GPU case below)
+        r"\blib(?!cuda\.so)[\w+-]+(?:\.[\w+-]+)*\.so(?:\.\d+)*: cannot open shared object file",
     ),
     "The environment cannot import sglang: a package it imports failed to load.",
     (LOCK_ADVICE,),
@@ -591,6 +598,8 @@ _NO_GPU = Signature(
         r"Found no NVIDIA driver on your system",
         r"libcuda\.so(\.1)?: cannot open shared object file",
         r"CUDA driver initialization failed",
+        # docker's daemon when --gpus is asked for and no NVIDIA container toolkit is installed
+        r'could not select device driver "" with capabilities: \[\[gpu\]\]',
     ),
     "The container sees no GPU: it was started without one, or without the NVIDIA runtime.",
     (
@@ -613,6 +622,10 @@ _KILLED = Signature(
         # kubectl describe pod: the container's last state
         r"^\s*Exit Code:\s*137\s*$",
         r"\bOOMKilled\b",
+        # DeepSpeed's launcher (launcher/runner.py) and torchrun's elastic agent on a child SIGKILLed
+        r"exits with return code = -9\b",
+        r"\bexitcode\s*:\s*-9\b",
+        r"Signal 9 \(SIGKILL\) received by PID",
     ),
     "The process was killed (SIGKILL); while loading, most often by the kernel's OOM killer "
     "when host RAM runs out.",
@@ -634,6 +647,12 @@ _RAY_KILLED = Signature(
     _re(
         r"The worker may have exceeded K8s pod memory limits",
         r"Task was killed due to the node running low on memory",
+        # the raylet's report (src/ray/raylet/node_manager.cc) and the memory monitor's message
+        # (ray/_private/memory_monitor.py: the usage threshold, the worker it chose, the docs link)
+        r"killed due to memory pressure \(OOM\)",
+        r"Ray killed this worker \(ID: ",
+        r"exceeds the memory usage threshold of [\d.]+",
+        r"docs\.ray\.io/en/latest/ray-core/scheduling/ray-oom-prevention\.html",
     ),
     _KILLED.summary,
     _KILLED.advice,
