@@ -40,7 +40,7 @@ def test_an_engine_lists_its_model_classes_as_a_frozenset(matrix: Matrix) -> Non
 def test_a_gpu_row_carries_its_nvidia_smi_name_and_memory(matrix: Matrix) -> None:
     gpu, count = matrix.resolve_gpu("RTX A6000x2")
     assert gpu == GpuSpec(name="RTX A6000", aliases=("a6000", "rtx-a6000"), smi_names=("NVIDIA RTX A6000",),
-                          compute_capability="8.6", memory_mib=49140)
+                          compute_capability="8.6", memory_mib=49140, nvlink=False)
     assert count == 2
 
 
