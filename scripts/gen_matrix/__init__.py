@@ -27,6 +27,11 @@ Modules, each one step of the pipeline:
   emit         the YAML and JSON text, and writing it below the marker
   main         the command line
 
+Steps of their own, each run with `python -m scripts.gen_matrix.<module>`:
+  messages               SGLang's start-up failure texts -> imgbuild/data/sglang_messages.json
+  transformers_defaults  the config-class defaults of the transformers release SGLang pins
+                         (read from its wheel the same way) -> imgbuild/data/transformers_defaults.json
+
 Usage: .venv/bin/python scripts/gen_matrix [--versions 0.5.9,0.5.11] [--offline]
        [--wheel-dir DIR] [--cache DIR] [--matrix PATH] [--server-args PATH]
 """
