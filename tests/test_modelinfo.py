@@ -313,7 +313,17 @@ def test_published_gemma3_12b_config_is_read_as_transformers_reads_it(tmp_path: 
     assert info.parameters == pytest.approx(12.19e9, rel=0.01)  # the model card's 12.2B
 
 
-def test_families_without_recorded_defaults_pass_unchanged() -> None:
+def test_model_types_transformers_does_not_ship_pass_unchanged() -> None:
+    """A remote-code model type (Kimi K2's config class lives in its repository) has no class defaults."""
     from imgbuild.knowledge.modelinfo import with_transformers_defaults
 
-    assert with_transformers_defaults(LLAMA_31_8B) is LLAMA_31_8B
+    kimi = {**LLAMA_31_8B, "architectures": ["DeepseekV3ForCausalLM"], "model_type": "kimi_k2"}
+    assert with_transformers_defaults(kimi) is kimi
+
+
+def test_complete_configs_keep_their_own_values() -> None:
+    from imgbuild.knowledge.modelinfo import with_transformers_defaults
+
+    filled = with_transformers_defaults(LLAMA_31_8B)
+    assert {k: filled[k] for k in LLAMA_31_8B} == LLAMA_31_8B
+    assert read_geometry(filled) == read_geometry(LLAMA_31_8B)

@@ -22,6 +22,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Protocol, overload
 
@@ -476,43 +477,32 @@ def _parse_json(data: bytes, where: str, *, local: bool = False) -> dict[str, An
 
 # ----------------------------------------------------------------------------- transformers' defaults
 # A published config.json holds only what differs from its config class's defaults; transformers
-# (and SGLang, which loads it through AutoConfig) fill the rest. These are the class defaults of
-# the released transformers 5.6.0 wheel, read from its models/<family>/configuration_<family>.py:
-# gemma3 (Gemma3Config, Gemma3TextConfig), siglip (SiglipVisionConfig), gemma2 (Gemma2Config),
-# gemma (GemmaConfig); only the fields the geometry reads. SUB_CONFIG_CLASSES names the class a
-# nested config takes when it names no model_type (Gemma3Config.sub_configs).
-TRANSFORMERS_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma3": {"mm_tokens_per_image": 256, "tie_word_embeddings": True},
-    "gemma3_text": {
-        "vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
-        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
-        "tie_word_embeddings": True, "attention_bias": False, "query_pre_attn_scalar": 256, "sliding_window": 4096,
-    },
-    "siglip_vision_model": {
-        "hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12,
-        "num_channels": 3, "image_size": 224, "patch_size": 16,
-    },
-    "gemma2": {
-        "vocab_size": 256_000, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
-        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 8192,
-        "tie_word_embeddings": True, "attention_bias": False, "query_pre_attn_scalar": 256, "sliding_window": 4096,
-    },
-    "gemma": {
-        "vocab_size": 256_000, "hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28,
-        "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "max_position_embeddings": 8192,
-        "tie_word_embeddings": True, "attention_bias": False,
-    },
-}  # fmt: skip
-SUB_CONFIG_CLASSES: dict[str, dict[str, str]] = {
-    "gemma3": {"text_config": "gemma3_text", "vision_config": "siglip_vision_model"},
-}
-# Gemma3TextConfig.__post_init__ / Gemma2Config: without layer_types, every sliding_window_pattern-th
-# layer (6 for Gemma 3, 2 for Gemma 2) is full attention, the others sliding.
+# (and SGLang, which loads it through AutoConfig) fill the rest. imgbuild/data/transformers_defaults.json
+# holds those class defaults, only the fields the geometry reads, and each class's sub_configs (the
+# class a nested config takes when it names no model_type), as scripts/gen_matrix/transformers_defaults.py
+# read them from the transformers wheel SGLang pins (never by hand). Read lazily, once.
+TRANSFORMERS_DEFAULTS_PATH = Path(__file__).resolve().parents[1] / "data" / "transformers_defaults.json"
+
+
+@lru_cache(maxsize=1)
+def transformers_defaults() -> dict[str, Any]:
+    """{model_type: {"class", "file", "defaults", "sub_configs"}} of the generated file; {} when it is absent."""
+    try:
+        return json.loads(TRANSFORMERS_DEFAULTS_PATH.read_text(encoding="utf-8")).get("model_types") or {}
+    except FileNotFoundError:
+        return {}
+
+
+# What the config classes' __post_init__ computes when layer_types is None: every
+# sliding_window_pattern-th layer is full attention, the others sliding. Gemma3TextConfig
+# (models/gemma3/configuration_gemma3.py: kwargs.get("sliding_window_pattern", 6)) and
+# Gemma2Config (models/gemma2/configuration_gemma2.py: `(i + 1) % 2`).
 SLIDING_WINDOW_PATTERN = {"gemma3_text": 6, "gemma2": 2}
 
 
 def _with_class_defaults(cfg: dict[str, Any], model_type: str) -> dict[str, Any]:
-    filled = {**TRANSFORMERS_CONFIG_DEFAULTS.get(model_type, {}), **cfg}
+    entry = transformers_defaults().get(model_type) or {}
+    filled = {**(entry.get("defaults") or {}), **cfg}
     pattern = SLIDING_WINDOW_PATTERN.get(model_type)
     if pattern and filled.get("layer_types") is None and isinstance(filled.get("num_hidden_layers"), int):
         every = filled.get("sliding_window_pattern") if isinstance(filled.get("sliding_window_pattern"), int) else pattern
@@ -524,14 +514,19 @@ def _with_class_defaults(cfg: dict[str, Any], model_type: str) -> dict[str, Any]
 
 
 def with_transformers_defaults(config: dict[str, Any]) -> dict[str, Any]:
-    """config.json as transformers loads it, for the families in TRANSFORMERS_CONFIG_DEFAULTS:
-    each (sub-)config's missing fields take its class's defaults; other families pass unchanged."""
+    """config.json as transformers loads it: each (sub-)config's missing fields take its class's
+    defaults; a model_type transformers does not ship (remote code) passes unchanged."""
     model_type = str(config.get("model_type") or "")
-    if model_type not in TRANSFORMERS_CONFIG_DEFAULTS:
+    entry = transformers_defaults().get(model_type)
+    if entry is None:
         return config
     filled = _with_class_defaults(config, model_type)
-    for key, sub_type in SUB_CONFIG_CLASSES.get(model_type, {}).items():
+    for key, sub_type in (entry.get("sub_configs") or {}).items():
         sub = config.get(key)
+        if sub is None and config.get("hidden_size") is not None:
+            # A flat config (Qwen2.5-VL's): __post_init__ builds text_config from the top-level
+            # fields (models/qwen2_5_vl/configuration_qwen2_5_vl.py); a default one would hide them.
+            continue
         sub = dict(sub) if isinstance(sub, dict) else {}
         filled[key] = _with_class_defaults(sub, str(sub.get("model_type") or sub_type))
     return filled
