@@ -458,6 +458,8 @@ EXCERPT_LINES = [
      "import-failed"),
     ("no-libcuda-is-no-gpu", ["OSError: libcuda.so.1: cannot open shared object file: No such file or directory"],
      "no-gpu-visible"),
+    ("no-libnvidia-ml-is-no-gpu", ["OSError: libnvidia-ml.so.1: cannot open shared object file: No such file or directory"],
+     "no-gpu-visible"),
     ("ray-memory-pressure", ["(raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM), "
                              "0 Workers crashed due to other reasons at node"], "killed"),
     ("deepspeed-minus-nine", ["[launch.py:319:sigkill_handler] ... exits with return code = -9"], "killed"),

@@ -572,7 +572,7 @@ _IMPORT = Signature(
         r"ModuleNotFoundError: No module named",
         r"\bImportError: ",
         # the dynamic loader's own message for a missing library (libcuda is the no-GPU case below)
-        r"\blib(?!cuda\.so)[\w+-]+(?:\.[\w+-]+)*\.so(?:\.\d+)*: cannot open shared object file",
+        r"\blib(?!cuda\.so|nvidia-ml\.so)[\w+-]+(?:\.[\w+-]+)*\.so(?:\.\d+)*: cannot open shared object file",
     ),
     "The environment cannot import sglang: a package it imports failed to load.",
     (LOCK_ADVICE,),
@@ -597,6 +597,8 @@ _NO_GPU = Signature(
         r"mthreads-gmi not found",
         r"Found no NVIDIA driver on your system",
         r"libcuda\.so(\.1)?: cannot open shared object file",
+        # the driver's NVML library, which the NVIDIA container runtime mounts with libcuda
+        r"libnvidia-ml\.so(\.1)?: cannot open shared object file",
         r"CUDA driver initialization failed",
         # docker's daemon when --gpus is asked for and no NVIDIA container toolkit is installed
         r'could not select device driver "" with capabilities: \[\[gpu\]\]',
