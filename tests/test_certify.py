@@ -395,6 +395,42 @@ def test_teardown_removes_a_container_dockerd_finishes_after_the_first_removal(d
         for cid in leftover_containers(eng, cert_id):
             real_remove(eng, cid)
 
+@pytest.mark.docker
+def test_an_interrupt_during_teardown_restarts_it_and_no_container_is_left(docker_env, standin_image, monkeypatch):
+    """scancel's SIGTERM (turned into KeyboardInterrupt by the CLI) landing after the checks passed,
+    while teardown had stopped the container but not yet removed it: teardown starts again and
+    removes it, and the interrupt is still reported (seen in CI: a stand-in left Exited (0))."""
+    from imgbuild.adapters import engine
+    from imgbuild.adapters.gpus import SnapshotProbe
+    from imgbuild.flows import certify as flow
+
+    env, eng = docker_env
+    cert_id = flow.new_certificate_id()
+    container = eng.client.containers.create(standin_image[0], command=["true"], labels={engine.CERTIFY_LABEL: cert_id})
+    real_remove = engine.remove_container
+    interrupts: list[str] = []
+
+    def stop_then_interrupt(e, cid, **kwargs):  # noqa: ANN001, ANN202
+        if not interrupts:
+            e.client.containers.get(cid).stop(timeout=1)
+            interrupts.append(cid)
+            raise KeyboardInterrupt
+        return real_remove(e, cid, **kwargs)
+
+    monkeypatch.setattr(engine, "remove_container", stop_then_interrupt)
+    run = flow._Run(cert_id=cert_id, log_path=Path("/dev/null"), checks=[])
+    run.container_id = container.id
+    options = flow.CertifyOptions(image=standin_image[0], gpus="RTX A6000x2", stop_timeout_s=1, release_timeout_s=0)
+    try:
+        teardown, late = flow._teardown_to_the_end(options, eng, SnapshotProbe(GPUS / "a6000x2-clean.json"), run, (),
+                                                   lambda _line: None)
+        assert interrupts == [container.id] and isinstance(late, KeyboardInterrupt)
+        assert teardown["container_removed"] and leftover_containers(eng, cert_id) == []
+    finally:
+        for cid in leftover_containers(eng, cert_id):
+            real_remove(eng, cid)
+
+
 def test_options_come_from_the_images_recipe_when_not_given():
     recipe = {"name": "qwen3.6-27b-a6000x2", "engine": "0.5.11", "cuda": "13.0", "gpus": "RTX A6000x2",
               "model": "Qwen/Qwen3.6-27B", "launch_flags": list(SEED_FLAGS)}

@@ -470,7 +470,12 @@ def certify(
             interrupted = exc
             run.fail("interrupted", "interrupted (Ctrl-C or SIGTERM) before the certification finished")
         finally:
-            _record_teardown(run, _teardown(options, eng, probe, run, uuids, progress))
+            teardown, late = _teardown_to_the_end(options, eng, probe, run, uuids, progress)
+            _record_teardown(run, teardown)
+            if late is not None and interrupted is None:
+                interrupted = late
+                run.fail("interrupted", "interrupted (Ctrl-C or SIGTERM) while the container was torn down; "
+                         "the teardown was finished")
     _conclude(options, run, plan)
     store.save(run.cert)
     if interrupted is not None:
@@ -766,6 +771,27 @@ def _verify_speculation(server: ServerHttp, run: _Run, meta: dict[str, Any]) -> 
         run.fail("speculation", f"speculative decoding accepted no draft tokens (acceptance length {accept})")
         return
     run.checks.append({"name": "speculation", "ok": True, "detail": f"acceptance length {accept:.2f}"})
+
+
+def _teardown_to_the_end(
+    options: CertifyOptions, eng: engine.Engine, probe: GpuProbe, run: _Run, uuids: tuple[str, ...],
+    progress: Callable[[str], None],
+) -> tuple[dict[str, Any], KeyboardInterrupt | None]:
+    """The teardown, run to its end: an interrupt that lands in it (scancel's SIGTERM right after
+    the checks passed, a second Ctrl-C) restarts it instead of leaving a stopped container behind
+    (seen in CI: a stand-in left Exited, its certificate never stored). Returns the teardown and the
+    interrupt, if one came; removal is by label, so running it again is safe."""
+    late: KeyboardInterrupt | None = None
+    for _ in range(TEARDOWN_RESTARTS):
+        try:
+            return _teardown(options, eng, probe, run, uuids, progress), late
+        except KeyboardInterrupt as exc:
+            late = exc
+    return _teardown(options, eng, probe, run, uuids, progress), late
+
+
+# How often an interrupted teardown starts again before a further interrupt is let through.
+TEARDOWN_RESTARTS = 3
 
 
 def _teardown(options: CertifyOptions, eng: engine.Engine, probe: GpuProbe, run: _Run, uuids: tuple[str, ...],
