@@ -1622,8 +1622,9 @@ def startup_allowance_gib(tp_size: int, pp_size: int = 1, nnodes: int = 1, nvlin
     More than two GPUs that are not all on NVLink (``nvlink`` False: PCIe cards) take no share:
     SGLang turns its custom all-reduce off there (distributed/device_communicators/
     custom_all_reduce.py, "not supported on more than two PCIe-only GPUs") and NCCL goes through
-    the host; TP 4 on L4s and on RTX 4090s logs 0.86 and 0.91 GiB (tests/data/plan_logs), against
-    2.12 on NVLink H20s. One point disagrees: TP 4 on RTX PRO 6000s, 1.58 (issue 40558)."""
+    the host; TP 4 on L4s and on RTX 4090s logs 0.86 and 0.91 GiB (the tuning part of
+    tests/data/plan_logs), against 2.68 with 8 ranks a node on NVLink H800s. One point disagrees:
+    TP 4 on RTX PRO 6000s, 1.58 (issue 40558)."""
     local = max(1, (tp_size * pp_size) // max(1, nnodes))
     if nvlink is False and local > 2:
         return CUDA_CONTEXT_GIB
