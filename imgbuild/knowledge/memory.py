@@ -240,18 +240,21 @@ def split_weights(
     )
 
 
-def weights_per_gpu_bytes(g: ModelGeometry, split: WeightSplit, *, tp: int) -> float:
+def weights_per_gpu_bytes(g: ModelGeometry, split: WeightSplit, *, tp: int, at_load: QuantScheme | None = None) -> float:
     """The target's "Load weight end ... mem usage" per GPU, in bytes.
 
     A gap between the checkpoint's own parameter count and the shapes (less than
     a percent for the models modelled) is spread over the GPUs as if sharded.
+    ``at_load``: the scheme an unquantized checkpoint is quantized to while loading
+    (online_quant_scheme); its projections then take that format, whatever the index says.
     """
     params = split.target_per_gpu_params + split.vision_per_gpu_params
     if split.unexplained_params > 0 and not g.quantization:
         params += split.unexplained_params / tp
-    if g.quant is not None and not g.checkpoint_bytes:
-        packed = quantized_params_per_gpu(g.quant, split)
-        return packed * g.quant.bytes_per_weight + (params - packed) * g.dtype_bytes
+    scheme = at_load or (g.quant if not g.checkpoint_bytes else None)
+    if scheme is not None:
+        packed = quantized_params_per_gpu(scheme, split)
+        return packed * scheme.bytes_per_weight + (params - packed) * g.dtype_bytes
     return split.per_gpu_bytes(g, params)
 
 
@@ -288,13 +291,6 @@ def online_quant_scheme(g: ModelGeometry, quantization_flag: str | None) -> Quan
         return None
     return ONLINE_FP8
 
-
-def online_quantized_per_gpu_bytes(g: ModelGeometry, split: WeightSplit, scheme: QuantScheme, *, tp: int) -> float:
-    """The target's bytes per GPU once quantize-at-load has run: the decoder projections in the
-    scheme's format, the rest (embeddings, norms, vision tower) in the model dtype."""
-    params = split.target_per_gpu_params + split.vision_per_gpu_params + max(0, split.unexplained_params) / tp
-    packed = quantized_params_per_gpu(scheme, split)
-    return packed * scheme.bytes_per_weight + (params - packed) * g.dtype_bytes
 
 
 # ----------------------------------------------------------------------------- KV and state
@@ -1172,7 +1168,7 @@ def _weights(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tuple[float,
                 f"{g.dtype} before --quantization fp8 converts them, {inp.free_before_load_gib:.2f} GiB free before loading)",
                 memory=True,
             )
-        weights_gib = online_quantized_per_gpu_bytes(g, split, online, tp=tp) / GIB + LOAD_OVERHEAD_GIB
+        weights_gib = weights_per_gpu_bytes(g, split, tp=tp, at_load=online) / GIB + LOAD_OVERHEAD_GIB
         out.notes.append(
             f"--quantization fp8: the weights load in {g.dtype} and are converted to FP8 after loading; "
             "the load needs the unconverted size free"

@@ -392,6 +392,19 @@ def field_default_of(env: Env, value: ast.AST | None) -> Any:
     return env.eval(value)
 
 
+def base_classes(ref: ClassRef) -> list[ClassRef]:
+    """The class's bases that resolve statically to classes, in order; the others are skipped."""
+    bases = []
+    for base in ref.node.bases:
+        try:
+            value = ref.env.eval(base)
+        except Unresolved:
+            continue
+        if isinstance(value, ClassRef):
+            bases.append(value)
+    return bases
+
+
 def _class_attribute(ref: ClassRef, attr: str) -> Any:
     """A class-level value: a dataclass field default, or a constant whose expression
     may use the names bound before it in the class body (`ALL = (FULL, DISABLED)`)."""
@@ -405,13 +418,8 @@ def _class_attribute(ref: ClassRef, attr: str) -> Any:
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in stmt.targets):
             local = Env(ref.env.modules, ref.env.module, ref.env.package, body, ref.env)
             return local.lookup(attr)
-    for base in ref.node.bases:
-        try:
-            parent = ref.env.eval(base)
-        except Unresolved:
-            continue
-        if isinstance(parent, ClassRef):
-            return _class_attribute(parent, attr)
+    for parent in base_classes(ref):
+        return _class_attribute(parent, attr)
     raise Unresolved
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from imgbuild.knowledge.sglanginstall import module_statements as _module_statements
 
-from .ast_eval import ClassRef, Env, INFINITY, MISSING, Modules, Unresolved, dotted_name, expr_text, field_default_of, function_env, iterable_of, jsonable
+from .ast_eval import ClassRef, Env, INFINITY, MISSING, Modules, Unresolved, base_classes, dotted_name, expr_text, field_default_of, function_env, iterable_of, jsonable
 
 # argparse `type=` callables and the value type they stand for.
 ARG_TYPES = {
@@ -264,13 +264,8 @@ def _declared_fields(env: Env, class_name: str) -> list[tuple[str, ast.AST, ast.
     def collect(ref: ClassRef, seen: frozenset[int]) -> None:
         if id(ref.node) in seen:
             return
-        for base in ref.node.bases:
-            try:
-                parent = ref.env.eval(base)
-            except Unresolved:
-                continue
-            if isinstance(parent, ClassRef):
-                collect(parent, seen | {id(ref.node)})
+        for parent in base_classes(ref):
+            collect(parent, seen | {id(ref.node)})
         for stmt in ref.node.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 if _subscript_of(stmt.annotation, ("ClassVar",)) is not None:

@@ -24,15 +24,15 @@ import argparse
 import ast
 import json
 import re
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
 from typing import Any
 
 from . import GenError
-from .ast_eval import MISSING, ClassRef, Modules, Unresolved, field_default_of, jsonable
+from .ast_eval import MISSING, ClassRef, Modules, Unresolved, base_classes, field_default_of, jsonable
 from .emit import write_atomic
+from .wheels import download_wheel
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,19 +67,9 @@ CONFIG_FILE = re.compile(r"transformers/models/[^/]+/configuration_[^/]+\.py")
 
 
 def download_transformers_wheel(version: str, dest: Path) -> Path:
-    """`pip download --no-deps` of the transformers wheel into dest (skipped when present)."""
-    existing = sorted(dest.glob(f"transformers-{version}-*.whl"))
-    if existing:
-        return existing[0]
-    dest.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "download", "--retries", "10", "--no-deps", "--quiet",
-               "--only-binary=:all:", "-d", str(dest), f"transformers=={version}"]
-    result = subprocess.run(command, capture_output=True, text=True)
-    existing = sorted(dest.glob(f"transformers-{version}-*.whl"))
-    if not existing:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise GenError(f"pip download transformers=={version} gave no wheel in {dest}: {tail[0]}")
-    return existing[0]
+    """`pip download --no-deps` of the transformers wheel into dest (skipped when present):
+    a pure wheel, one file name for every platform."""
+    return download_wheel(version, f"transformers-{version}-py3-none-any.whl", dest, package="transformers")
 
 
 def _own_model_type(ref: ClassRef) -> str | None:
@@ -96,24 +86,12 @@ def _own_model_type(ref: ClassRef) -> str | None:
     return None
 
 
-def _base_classes(ref: ClassRef) -> list[ClassRef]:
-    bases = []
-    for base in ref.node.bases:
-        try:
-            value = ref.env.eval(base)
-        except Unresolved:
-            continue
-        if isinstance(value, ClassRef):
-            bases.append(value)
-    return bases
-
-
 def _field_defaults(ref: ClassRef, depth: int = 0) -> dict[str, Any]:
     """GEOMETRY_FIELDS defaults of a config class: its bases' first, its own body's over them;
     None, computed and unreadable defaults left out (a base's value then does not show through)."""
     defaults: dict[str, Any] = {}
     if depth < 10:
-        for base in _base_classes(ref):
+        for base in base_classes(ref):
             defaults.update(_field_defaults(base, depth + 1))
     for stmt in ref.node.body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):

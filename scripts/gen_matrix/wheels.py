@@ -335,8 +335,8 @@ def local_releases(wheel_dir: Path) -> dict[str, list[str]]:
     return releases
 
 
-def download_wheel(version: str, filename: str, dest: Path) -> Path:
-    """`pip download --no-deps` of exactly the chosen wheel into dest (skipped when present)."""
+def download_wheel(version: str, filename: str, dest: Path, *, package: str = "sglang") -> Path:
+    """`pip download --no-deps` of exactly the chosen wheel of package into dest (skipped when present)."""
     target = dest / filename
     if target.exists():
         return target
@@ -349,9 +349,9 @@ def download_wheel(version: str, filename: str, dest: Path) -> Path:
         tag = sorted(parts[1], key=str)[0]
         command += ["--platform", platforms[0], "--implementation", "cp", "--abi", tag.abi]
         command += ["--python-version", _python_of_wheel(filename)]
-    command.append(f"sglang=={version}")
+    command.append(f"{package}=={version}")
     result = subprocess.run(command, capture_output=True, text=True)
     if not target.exists():
         tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise GenError(f"pip download sglang=={version} did not produce {filename}: {tail[0]}")
+        raise GenError(f"pip download {package}=={version} did not produce {filename}: {tail[0]}")
     return target
