@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import test_plan_logs as corpus  # noqa: E402  (the cases and how each is judged, one place)
 
 from imgbuild.knowledge.planerror import DATA_PATH as ERROR_PATH  # noqa: E402
+from imgbuild.knowledge.planerror import margin_error_share  # noqa: E402
 TARGETS = {"weights": 0.03, "kv_tokens": 0.05}
 def figure_summary(values: list[float], target: float | None = None) -> dict[str, Any]:
     if not values:
@@ -61,6 +62,9 @@ def summarize(rows: list[tuple[corpus.Case, dict[str, Any]]]) -> dict[str, Any]:
         "f0_gib": figure_summary(values("f0_err_gib")),
         "pool_end_gib": figure_summary(values("pool_end_err_gib")),
         "pool_end_share_of_f0": figure_summary(shares),
+        # how often the pool-end error falls inside the recorded band (plan_error.json): on the
+        # held-out part, a check of the band that was not fitted to it
+        "inside_band": sum(abs(v) <= margin_error_share() for v in shares),
     }
 
 
@@ -107,6 +111,8 @@ def main() -> None:
             line = f"  {figure:22} {f['cases']:3} cases  median |err| {fmt(f['median_abs'])}  worst {fmt(f['worst'])}"
             if "within_target" in f:
                 line += f"  within {f['target']:.0%}: {f['within_target']}/{f['cases']}"
+            if figure == "pool_end_share_of_f0":
+                line += f"  inside the band (+-{margin_error_share():.2%}): {s['inside_band']}/{f['cases']}"
             print(line)
     if args.write:
         print(f"\nwrote {ERROR_PATH.relative_to(ROOT)}: {json.dumps(corpus.error_band_record(parts['tuning']))}")

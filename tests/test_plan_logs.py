@@ -33,12 +33,13 @@ CASES_DIR = ROOT / "tests" / "data" / "plan_logs"
 MODEL_DIRS = (CASES_DIR / "models", ROOT / "tests" / "data" / "models")
 IMGBUILD = Path(sys.executable).parent / "imgbuild"
 KV_TOLERANCE = 0.05  # the issue's target for KV tokens
+WEIGHTS_TOLERANCE = 0.03  # and for the weights per GPU
 
 # what plan answers today on each part: a change to the planner that lowers a figure is a
 # regression against real launches; one that raises it should raise the floor here
 FLOOR = {
-    "tuning": {"verdicts_right": 32, "kv_within_tolerance": 25},
-    "held_out": {"verdicts_right": 9, "kv_within_tolerance": 5},
+    "tuning": {"verdicts_right": 32, "kv_within_tolerance": 25, "weights_within_tolerance": 25},
+    "held_out": {"verdicts_right": 9, "kv_within_tolerance": 5, "weights_within_tolerance": 4},
 }
 
 
@@ -147,12 +148,29 @@ def score(results: list[tuple[Case, dict[str, Any]]]) -> dict[str, dict[str, int
             "verdicts_right": sum(r["verdict_right"] for r in rows),
             "kv_cases": len(with_kv),
             "kv_within_tolerance": sum(abs(r["kv_err"]) <= KV_TOLERANCE for r in with_kv),
+            "weights_within_tolerance": sum(abs(r["weights_err"]) <= WEIGHTS_TOLERANCE for r in rows
+                                            if r["weights_err"] is not None),
         }
     return out
 
 
-# the share of tuning logs plan's error band covers (nearest rank): one outlier in ten stays outside it
+# the share of launches plan's error band is to cover (estimated from the tuning logs by _band_rank)
 BAND_QUANTILE = 0.9
+
+
+def _band_rank(n: int) -> int:
+    """The rank k (1-based, of n sorted errors) whose value is a median-unbiased estimate of the
+    BAND_QUANTILE quantile: the smallest k with P(Binomial(n, q) <= k - 1) >= 1/2, so that the band
+    covers at least that share of launches as often as not. The plain empirical quantile (rank
+    ceil(q n)) falls short more often than not on a few dozen logs (21 logs: rank 19, short with
+    probability 0.65), and these errors are in-sample."""
+    q, cdf, k = BAND_QUANTILE, 0.0, 0
+    while k < n:
+        cdf += math.comb(n, k) * q**k * (1 - q) ** (n - k)
+        k += 1
+        if cdf >= 0.5:
+            break
+    return max(1, k)
 
 
 def error_band_record(tuning: list[tuple[Case, dict[str, Any]]]) -> dict[str, Any]:
@@ -160,11 +178,11 @@ def error_band_record(tuning: list[tuple[Case, dict[str, Any]]]) -> dict[str, An
     --write): |planned - logged| "Memory pool end. avail mem" as a share of F0, tuning cases only."""
     shares = sorted(abs(r["pool_end_err_gib"]) / r["f0_gib"] for c, r in tuning
                     if not c.held_out and r.get("pool_end_err_gib") is not None and r["f0_gib"])
-    quantile = shares[max(0, math.ceil(BAND_QUANTILE * len(shares)) - 1)] if shares else 0.0
+    quantile = shares[_band_rank(len(shares)) - 1] if shares else 0.0
     return {
         "about": "plan's 'Memory pool end. avail mem' less SGLang's logged one, as a share of F0, on the tuning part "
                  "of tests/data/plan_logs (real start-up logs, each citing its thread); a margin inside "
-                 f"the {BAND_QUANTILE:.0%} quantile of it is borderline",
+                 f"a median-unbiased estimate of its {BAND_QUANTILE:.0%} quantile is borderline",
         "written_by": "scripts/bench_plan_accuracy.py --write",
         "logs": len(shares),
         "median_share_of_f0": round(statistics.median(shares), 5) if shares else 0.0,

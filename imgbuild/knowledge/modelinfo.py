@@ -51,7 +51,7 @@ HYBRID_GDN_ARCHITECTURES = frozenset({
     "Qwen3_5MoeForCausalLM",
 })  # fmt: skip
 LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
-MODELLED_VISION = frozenset({"qwen3-vl", "siglip"})  # towers counted from their shapes
+MODELLED_VISION = frozenset({"qwen3-vl", "siglip", "mllama"})  # towers counted from their shapes
 
 
 class HubFetcher(Protocol):
@@ -64,7 +64,7 @@ class VisionGeometry:
     """A vision tower as SGLang builds it: Qwen3-VL's blocks ("qwen3-vl"), or only what
     adjust_mem_fraction_for_vlm reads ("opaque": its parameters come from the index)."""
 
-    kind: str  # "qwen3-vl" | "siglip" | "opaque"
+    kind: str  # "qwen3-vl" | "siglip" | "mllama" | "opaque"
     depth: int = 0
     hidden_size: int = 0
     intermediate_size: int = 0
@@ -76,6 +76,11 @@ class VisionGeometry:
     num_position_embeddings: int = 0
     deepstack_layers: int = 0
     num_hidden_layers_attr: int | None = None  # what adjust_mem_fraction_for_vlm reads
+    # Mllama's tower (models/mllama.py): a second ("global") encoder, tiles, aspect-ratio tables
+    global_layers: int = 0
+    max_num_tiles: int = 0
+    aspect_ratios: int = 0
+    vision_output_dim: int = 0
 
 
 @dataclass(frozen=True)
@@ -634,6 +639,9 @@ QWEN3_VL_POSITION_EMBEDDINGS = 2304
 # Qwen3VLVisionConfig and Qwen3VLMoeVisionConfig (models/qwen3_vl_moe/configuration_qwen3_vl_moe.py)
 # default deepstack_visual_indexes to [8, 16, 24]; Qwen3_5VisionConfig has no deepstack mergers.
 QWEN3_VL_DEEPSTACK_INDEXES = (8, 16, 24)
+# MllamaVisionConfig.__post_init__ (transformers 5.6.0 models/mllama/configuration_mllama.py):
+# [[1, 1], [1, 2], [1, 3], [1, 4], [2, 1], [2, 2], [3, 1], [4, 1]] when the config gives none
+MLLAMA_DEFAULT_ASPECT_RATIOS = 8
 
 
 def _deepstack_layers(vision_cfg: dict[str, Any], *, model_type: str) -> int:
@@ -663,6 +671,27 @@ def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int) -> V
             num_position_embeddings=read_int(vision_cfg, "num_position_embeddings", default=QWEN3_VL_POSITION_EMBEDDINGS),
             deepstack_layers=_deepstack_layers(vision_cfg, model_type=model_type),
             num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
+        )
+    if model_type == "mllama" or str(vision_cfg.get("model_type", "")) == "mllama_vision_model":
+        # Llama 3.2 Vision (models/mllama.py MllamaVisionModel); transformers' MllamaVisionConfig
+        # (configuration_mllama.py) fills supported_aspect_ratios with its 8 pairs when absent
+        patch = read_int(vision_cfg, "patch_size", default=14) or 14
+        side = read_int(vision_cfg, "image_size", default=448) // patch
+        ratios = vision_cfg.get("supported_aspect_ratios")
+        return VisionGeometry(
+            kind="mllama",
+            depth=read_int(vision_cfg, "num_hidden_layers", default=0),
+            hidden_size=read_int(vision_cfg, "hidden_size", default=0),
+            intermediate_size=read_int(vision_cfg, "intermediate_size", default=0),
+            out_hidden_size=text_hidden,
+            patch_size=patch,
+            in_channels=read_int(vision_cfg, "num_channels", default=3),
+            num_position_embeddings=side * side + 1,  # the patches and the class token
+            num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
+            global_layers=read_int(vision_cfg, "num_global_layers", default=0),
+            max_num_tiles=read_int(vision_cfg, "max_num_tiles", default=4),
+            aspect_ratios=len(ratios) if isinstance(ratios, list) else MLLAMA_DEFAULT_ASPECT_RATIOS,
+            vision_output_dim=read_int(vision_cfg, "vision_output_dim", default=0),
         )
     if str(vision_cfg.get("model_type", "")) == "siglip_vision_model" and model_type == "gemma3":
         # Gemma 3's SigLIP tower and its projector (models/gemma3_mm.py, models/siglip.py)
@@ -1028,11 +1057,34 @@ def _siglip_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
     return replicated + v.depth * block_sharded / tp, replicated + v.depth * block_sharded
 
 
+def _mllama_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
+    """Mllama's tower and projector (SGLang models/mllama.py MllamaVisionModel,
+    MllamaForConditionalGeneration): the patch projection (ColumnParallelLinear, no bias), q/k/v
+    (with biases, layers/attention/vision.py VisionAttention), out-proj and fc1/fc2 sharded; the
+    class, position and tile-position embeddings (MllamaPrecomputedPositionEmbedding's table is
+    (aspect ratios + 1) x tiles x positions x hidden), the two aspect-ratio embeddings with their
+    gates, LayerNorms, row-parallel biases, the global layers' gates and the multi-modal projector
+    (ReplicatedLinear vision_output_dim -> text hidden) replicated."""
+    d, inter = v.hidden_size, v.intermediate_size
+    layers = v.depth + v.global_layers
+    patch = v.in_channels * v.patch_size**2 * d
+    positions = v.num_position_embeddings * d + 1 + (v.aspect_ratios + 1) * v.max_num_tiles * v.num_position_embeddings * d
+    aspect = 2 * ((v.aspect_ratios + 1) * v.max_num_tiles * d + 1)
+    block_sharded = d * 3 * d + 3 * d + d * d + d * inter + inter + inter * d
+    block_replicated = 4 * d + d + d  # two LayerNorms (w, b), out-proj and fc2 biases
+    projector = v.vision_output_dim * v.out_hidden_size + v.out_hidden_size
+    replicated = d + positions + aspect + 4 * d + layers * block_replicated + 2 * v.global_layers + projector
+    sharded = patch + layers * block_sharded
+    return replicated + sharded / tp, replicated + sharded
+
+
 def vision_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
     """Qwen3-VL vision tower (models/qwen3_vl.py): linear layers TP-sharded unless
     --mm-enable-dp-encoder; patch/pos embeddings, LayerNorms and row-parallel biases replicated."""
     if v.kind == "siglip":
         return _siglip_params(v, tp)
+    if v.kind == "mllama":
+        return _mllama_params(v, tp)
     d, inter = v.hidden_size, v.intermediate_size
     patch = v.in_channels * v.temporal_patch_size * v.patch_size**2 * d + d
     pos = v.num_position_embeddings * d

@@ -61,6 +61,7 @@ GEOMETRY_FIELDS = (
     # vision towers
     "depth", "out_hidden_size", "patch_size", "temporal_patch_size", "in_channels", "num_channels", "image_size",
     "spatial_merge_size", "num_position_embeddings", "deepstack_visual_indexes",
+    "num_global_layers", "max_num_tiles", "vision_output_dim",
 )  # fmt: skip
 
 CONFIG_FILE = re.compile(r"transformers/models/[^/]+/configuration_[^/]+\.py")
