@@ -346,10 +346,16 @@ def test_triage_imports_no_adapter_library():
 # tuned logs alone (a missing shared library, Ray's memory-monitor texts, DeepSpeed's and torchrun's
 # -9, NCCL's own result strings, docker without the NVIDIA toolkit, vLLM's older cache-block
 # refusal, TurboMind's "CUDA runtime error: out of memory"); scored after that change, the held-out
-# part reads 38 of 46 (0.83).
+# part reads 38 of 46 (0.83). Of the 78 collected after those (55 tuned, 23 held out: vLLM, TGI,
+# LlamaFactory, ComfyUI, k9s panes, one-line pastes), both parts were scored before any change: the
+# tuned part 43 of 55, the held-out part 56 of 69 (0.81; the new held-out logs 18 of 23). The twelve
+# tuned misses were fixed from the tuned logs alone (vLLM's and torchrun's child reports, a 401 from
+# the Hub, the NCCL watchdog's failed collective, NCCL_ERROR_* names, Triton's C stub under tcc, vLLM's
+# heads-by-TP refusal, TGI's signal 9, a terminal pane's frame); scored after that change, the
+# held-out part reads 60 of 69 (0.87; the new held-out logs 21 of 23).
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.82  # measured 38 of 46 (0.826); the target is 0.95
+HELDOUT_FLOOR = 0.86  # measured 60 of 69 (0.870); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -372,7 +378,7 @@ def test_heldout_corpus_score_is_reported_and_above_its_floor(capsys):
     with capsys.disabled():
         # the count only: naming the misses would show whoever tunes the classifier why held-out logs fail
         print(f"\nheld-out corpus: {len(results) - len(misses)}/{len(results)} classes right ({score:.0%})")
-    assert len(results) >= 46 and score >= HELDOUT_FLOOR
+    assert len(results) >= 69 and score >= HELDOUT_FLOOR
 
 
 def test_every_corpus_log_cites_its_source_and_every_class_is_covered():
@@ -384,7 +390,7 @@ def test_every_corpus_log_cites_its_source_and_every_class_is_covered():
         assert first.startswith(("# source: https://github.com/", "# source: local run on this machine")), path.name
         klass = corpus_case(path)[0]
         counts[klass] = counts.get(klass, 0) + 1
-    assert len(TUNED) + len(HELDOUT) >= 245
+    assert len(TUNED) + len(HELDOUT) >= 323
     failing = [c for c in CLASSES if c not in ("none",)]
     assert all(counts.get(c, 0) >= 4 for c in failing), {c: counts.get(c, 0) for c in failing}
 

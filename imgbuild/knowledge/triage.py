@@ -261,6 +261,9 @@ CATALOG: tuple[Signature, ...] = (
             # pool_configurator.py: the sliding-window pool's share leaves the full pool nothing
             r"pool cap \(\d+ tokens, [\d.]+ Gi?B\) leaves no room for the full KV pool",
             r"SWA pool \(\d+ tokens\) cannot hold even one request",
+            # engines that assert it before sizing their paged KV pool ("Not enough memory for KV cache,
+            # try reducing --num-pages": FreeToken-Web issue 2)
+            r"Not enough memory for KV cache",
             # mem_cache/memory_pool_host.py (0.4.1.post5-0.4.7): the hierarchical cache's host pool
             r"Not enough host memory available\. Requesting [\d.]+ GB but only have [\d.]+ GB free",
         ),
@@ -404,6 +407,9 @@ CATALOG: tuple[Signature, ...] = (
             r"NCCL WARN .*(failed|error)",
             # torch's watchdog lines lose "ProcessGroupNCCL.cpp" with their [E... file:line] prefix
             r"Watchdog caught collective operation timeout",
+            # ProcessGroupNCCL.cpp's watchdog on a collective that failed (not timed out): "[PG ID 2 PG GUID 3
+            # Rank 1]  failure detected by watchdog at work sequence id: 40231" (sglang issue 10216)
+            r"failure detected by watchdog at work sequence id",
             r"Some NCCL operations have failed or timed out",
             r"Failed to load NCCL library from",  # pynccl_wrapper.py logs it before failing
             # torch raises DistBackendError from C10D_NCCL_CHECK (pytorch PR 88134)
@@ -413,6 +419,8 @@ CATALOG: tuple[Signature, ...] = (
             # NCCL's own result string after a failed call (nccl/src/misc/utils.cc ncclGetErrorString),
             # as TensorFlow, Horovod and torch's older errors pass it on
             r"\bnccl\w+ failed: (?:unhandled cuda error|unhandled system error|internal error|invalid usage|remote process exited)",
+            # the result code's name, as cupy's NcclError (vLLM's older pynccl) and NCCL's own headers spell it
+            r"\bNCCL_ERROR_(?:UNHANDLED_CUDA|SYSTEM|INTERNAL|INVALID_ARGUMENT|INVALID_USAGE|REMOTE)_?\w*",
         ),
         "NCCL, which links the GPUs for tensor parallelism, failed.",
         (
@@ -467,6 +475,8 @@ CATALOG: tuple[Signature, ...] = (
             r"does not appear to have a file named [\w.-]+\.json",
             r"RepositoryNotFoundError|HFValidationError",
             r"GatedRepoError|Cannot access gated repo",
+            # huggingface_hub's HTTPError for a gated or private repo fetched without a token (sglang PR 14644)
+            r"401 Client Error: Unauthorized for url: https://huggingface\.co/",
             r"No such file or directory: '[^']*config\.json'",
             # model_loader/loader.py, utils/hf_transformers_utils.py: the path holds no model
             r"No model weights found in",
@@ -494,7 +504,11 @@ CATALOG: tuple[Signature, ...] = (
             r"fatal error: [\w./-]+\.h: No such file or directory",
             r"nvcc: (command )?not found|Could not find nvcc",
             r"Command '\['/usr/bin/(gcc|cc|g\+\+)'.*returned non-zero exit status",
-            r"CalledProcessError: Command .*(ninja|nvcc|gcc|ptxas)",
+            r"CalledProcessError: Command .*(ninja|nvcc|gcc|ptxas|tcc|clang)",
+            # Triton's launcher stub (cuda_utils.c / main.c) compiled at first use; tcc (triton-windows)
+            # words a missing header "include file 'Python.h' not found" (triton-windows issue 156)
+            r"(?:cuda_utils|main)\.c:\d+:(?:\d+:)? (?:fatal )?error: ",
+            r"include file '[\w./-]+\.h' not found",
             r"PTXASError|ptxas fatal",
             r"^FAILED: (?:\[code=\d+\] )?\S+\.o\s*$",  # ninja's line for the object that failed
         ),
@@ -531,6 +545,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Unknown quantization method: ",
             r"does not match the quantization method specified in the `quantization` argument",
             r"world_size \(\d+\) is not equal to tensor_model_parallel_size",
+            # vLLM's config.py verify_with_parallel_config (SGLang asserts it bare while the model loads)
+            r"Total number of attention heads \(\d+\) must be divisible by tensor parallel size \(\d+\)",
             r"must be divisible by decode_context_parallel_size",
             # utils/network.py: --dist-init-addr, --host / --port as given
             r"Port out of range \(0-65535\)",
@@ -628,6 +644,10 @@ _KILLED = Signature(
         r"exits with return code = -9\b",
         r"\bexitcode\s*:\s*-9\b",
         r"Signal 9 \(SIGKILL\) received by PID",
+        # TGI's launcher on a shard ended by SIGKILL (text-generation-inference issue 1350)
+        r"signaled to shutdown with signal 9\b",
+        # Python's multiprocessing / concurrent.futures on a child ended by it
+        r"died with <Signals\.SIGKILL: 9>",
     ),
     "The process was killed (SIGKILL); while loading, most often by the kernel's OOM killer "
     "when host RAM runs out.",
@@ -702,6 +722,12 @@ CHILD_FAILED_ADVICE = (
 ) + UNKNOWN_ADVICE[1:]
 
 _SIGQUIT = re.compile(r"Received sigquit from a child proces")  # "proces" in 0.4.x
+# Other launchers' report that a child process died, with no cause of their own: vLLM's API server
+# (v1/engine/utils.py wait_for_engine_startup), torchrun's ChildFailedError summary. Unlike the
+# sigquit line they decide only when no signature explains the log.
+_CHILD_REPORT = re.compile(
+    r"Engine core initialization failed\. See root cause above|^Root Cause \(first observed failure\):|\bChildFailedError\b"
+)
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 # "[2026-05-01 10:00:00 TP0] " and "2025-07-02 16:41:31 | ERROR | stderr | " style prefixes
 _PREFIX = re.compile(
@@ -716,7 +742,8 @@ _PREFIX = re.compile(
     r"|\[pod/[^\]]+\]\s?"  # kubectl logs --prefix: "[pod/name/container] "
     r"|[A-Z]+ \d{2}-\d{2} [\d:]+ (?:\[)?[\w.]+:\d+\]\s*"  # vLLM-style "INFO 03-06 10:05:08 __init__.py:190] "
     r"|[A-Z]+ \d{4}-\d{2}-\d{2}T[\d:.]+Z\s+"  # cloud log viewers: "ERROR 2025-04-07T19:13:52.318Z "
-    r"|\w{3} \w{3} +\d+ [\d:]+ \d{4}\[\d+,\d+\]<std(?:out|err)>:)"  # mpirun --tag-output
+    r"|\w{3} \w{3} +\d+ [\d:]+ \d{4}\[\d+,\d+\]<std(?:out|err)>:"  # mpirun --tag-output
+    r"|[\u2502\u2503]\s*)"  # a terminal pane's frame (k9s, lazydocker): "│ ERROR ... │"
 )
 # Ray's de-duplication note at the end of a line; (?<!\s): a run of spaces is tried from its start only
 _RAY_REPEATED = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]\s*$")
@@ -751,7 +778,8 @@ _CPU_HINTS = re.compile(
 _ALL_KEYS = [k for sig in CATALOG for rx in sig.patterns for k in rx.keys] + [
     k for rx in (_SIGQUIT, _TRACEBACK, _FRAME, _HIT_EXCEPTION, _CPP_EXCEPTION, _IMPORT_IGNORED, _READY,
                  _M_LOAD_BEGIN, _M_LOAD_END, _M_POOL, _M_CAPTURE_BEGIN, _M_CAPTURE_END, _CPU_HINTS)
-    for k in _keys_of(rx.pattern)] + ["error", "exception", "exit", "interrupt", "fail"]
+    for k in _keys_of(rx.pattern)] + [k for k in _keys_of(_CHILD_REPORT.pattern)] + [
+    "error", "exception", "exit", "interrupt", "fail"]
 _HOT_KEYS = tuple(k for k in dict.fromkeys(_ALL_KEYS) if not any(o != k and o in k for o in _ALL_KEYS))
 
 
@@ -800,6 +828,8 @@ def strip_prefix(line: str) -> str:
     text = line.rstrip("\r\n")
     text = _ANSI.sub("", text) if "[" in text else text
     text = _RAY_REPEATED.sub("", text) if "[repeated " in text else text
+    if "\u2502" in text or "\u2503" in text:  # a terminal pane's frame, closed at the right too
+        text = text.rstrip().rstrip("\u2502\u2503").rstrip()
     for _ in range(4):
         stripped = _PREFIX.sub("", text, count=1)
         if stripped == text:
@@ -1316,7 +1346,7 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
     # a line that states a failure ("XError: message", unindented) counts without a traceback
     marker = next((i for i in log.scanned() if (m := msgs[i]) and (
         (" hit an exception" in m and _HIT_EXCEPTION.search(m)) or _TRACEBACK.search(m) or _EXCEPTION.match(m)
-        or _CPP_EXCEPTION.match(m))), None)
+        or _CPP_EXCEPTION.match(m) or _CHILD_REPORT.search(m))), None)
     starts = [tb.start for tb in log.tracebacks]
     if starts and (marker is None or starts[0] < marker):
         marker = starts[0]
@@ -1347,6 +1377,18 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
     inferred = _infer_from_milestones(log, marker, via=None)
     if inferred is not None:
         return inferred
+    report = next((i for i in log.scanned() if _CHILD_REPORT.search(msgs[i])), None)
+    if report is not None:
+        return Diagnosis(
+            failure_class=CHILD_FAILED,
+            cause=msgs[report].strip(),
+            advice=CHILD_FAILED_ADVICE,
+            evidence=(lines[report],),
+            summary="A child process died and its launcher reported only that; its own error is not in the log.",
+            line_number=report + 1,
+            via=CHILD_FAILED,
+            ready=log.ready,
+        )
     exc = next((tb.exception for tb in log.tracebacks if tb.exception is not None), None)
     at = exc if exc is not None else marker
     return Diagnosis(
