@@ -96,6 +96,27 @@ def test_a_hybrid_models_page_size_is_checked_by_its_mamba_strategy(matrix, sgla
         assert result.verdict == "refused" and result.problems[0] == refusal, result.problems
 
 
+@pytest.mark.parametrize("sglang, flags, refusal", [
+    # --enable-linear-replayssm against the mamba strategy SGLang resolves, as its own parser gave it (tests/oracle)
+    ("0.5.23", (), "ValueError: --enable-linear-replayssm requires --mamba-radix-cache-strategy no_buffer (the default); "
+                   "the extra_buffer ping-pong donation path is not yet supported (follow-up). Got "
+                   "--mamba-radix-cache-strategy='auto'."),
+    ("0.5.16", (), "ValueError: --enable-linear-replayssm requires --mamba-radix-cache-strategy no_buffer (the default); "
+                   "the extra_buffer ping-pong donation path is not yet supported (follow-up). Got "
+                   "--mamba-radix-cache-strategy='auto'."),
+    # 0.5.15's message names the field by its old name: SGLang itself raises AttributeError
+    ("0.5.15", (), "AttributeError: 'ServerArgs' object has no attribute 'mamba_scheduler_strategy'"),
+    ("0.5.23", ("--disable-radix-cache",), None),  # no radix cache: no extra buffer
+    ("0.5.23", ("--disable-overlap-schedule",), None),  # auto resolves to no_buffer without overlap or paging
+])
+def test_replayssm_is_refused_against_the_resolved_mamba_strategy(matrix, sglang, flags, refusal) -> None:
+    result = plan(matrix, "--tp", "2", "--enable-linear-replayssm", *flags, sglang=sglang)
+    if refusal is None:
+        assert result.verdict != "refused", result.problems
+    else:
+        assert result.verdict == "refused" and result.problems[0] == refusal, result.problems
+
+
 @pytest.mark.parametrize("sglang, threshold, refused", [
     # --disaggregation-decode-host-receive-threshold: 0.5.21 turns host receive on above 0 (its default 0),
     # 0.5.22 on below 1 (its default 1); on a server that is not a PD decode server, host receive is refused

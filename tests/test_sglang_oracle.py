@@ -66,16 +66,28 @@ KNOWN_IN = {
         ("--cuda-graph-backend-prefill", "full"): "0.5.14's cuda_graph_config allows breakable, tc_piecewise and "
                                                   "disabled for the prefill phase; not modelled",
     },
+    "0.5.13": {  # by hand only (the as-of-release lock, imgbuild lock 0.5.13 --python 3.11 --arch x86_64)
+        ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
+                                                "not modelled",
+    },
+    "0.5.15": {  # by hand only
+        ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
+                                                "not modelled",
+    },
+    "0.5.16": {  # by hand only
+        ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
+                                                "not modelled",
+    },
+    "0.5.17": {  # by hand only
+        ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100/SM120 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
+                                                "not modelled",
+    },
     "0.5.18": {  # by hand only (its as-of-release lock holds cuda-tile's placeholder sdist, which does not install)
         ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100/SM120 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
                                                 "not modelled",
-        ("--enable-linear-replayssm",): "refused against the mamba strategy SGLang resolves for the model; "
-                                        "knowledge/argchecks.py sees only the flags",
     },
     "0.5.21": {  # by hand only
         ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100/SM120 (or gfx95) GPU with the FP4 indexer; not modelled",
-        ("--enable-linear-replayssm",): "refused against the mamba strategy SGLang resolves for the model; "
-                                        "knowledge/argchecks.py sees only the flags",
     },
     "0.5.23": {
         ("--enable-encoder-swa-bounded-replay",): "deepseek_v4_hook.py validate_deepseek_v41_features checks "
@@ -93,8 +105,6 @@ KNOWN_IN = {
         ("--disaggregation-decode-allocation-policy", "prefill_complete"):
             "pd_disaggregation_hook.py _validate_prefill_complete lists every unsupported feature of the setup (transfer "
             "backend, bootstrap registry, role switch ...) in one message; not modelled",
-        ("--enable-linear-replayssm",): "refused against the mamba strategy SGLang resolves for the model (extra_buffer "
-                                        "here, attention_hook.py); knowledge/argchecks.py sees only the flags",
     },
 }
 

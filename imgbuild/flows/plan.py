@@ -318,6 +318,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         disable_overlap_schedule=bool(v.get("disable_overlap_schedule")),
         linear_attn_backend=str(v.get("linear_attn_backend") or "triton"),
         quantization_flag=v.get("quantization"),
+        enable_linear_replayssm=bool(v.get("enable_linear_replayssm")),
     )
 
 

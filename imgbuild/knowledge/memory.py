@@ -539,6 +539,7 @@ class MemoryInputs:
     disable_overlap_schedule: bool = False  # read from 0.5.16 on (the hybrid cache strategy)
     linear_attn_backend: str = "triton"
     quantization_flag: str | None = None  # --quantization as given (None: the checkpoint's own)
+    enable_linear_replayssm: bool = False
 
 
 @dataclass(frozen=True)
@@ -1042,6 +1043,26 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
     return radix, strategy, page_size
 
 
+def _replayssm_needs_no_buffer(inp: MemoryInputs, algo: str | None, out: _Outcome) -> None:
+    """--enable-linear-replayssm against the strategy SGLang resolves (server_args.py
+    _handle_linear_attn_backend 0.5.15-0.5.18, arg_groups/attention_hook.py from 0.5.19):
+    mamba_extra_buffer_of(resolved_view(...)), a radix cache with extra_buffer(_lazy), is refused.
+    The message names the flag's own value; 0.5.15's names a field it no longer has
+    (mamba_scheduler_strategy, renamed mamba_radix_cache_strategy), so it raises AttributeError."""
+    key = _vkey(inp.rules.version)
+    if not inp.enable_linear_replayssm or not inp.geometry.hybrid or key < _vkey("0.5.15"):
+        return
+    radix, strategy, _ = _mamba_radix_cache(inp, algo, _Outcome())  # the resolution alone, its refusals later
+    if not radix or strategy not in ("extra_buffer", "extra_buffer_lazy"):
+        return
+    if key < _vkey("0.5.16"):
+        out.refuse("AttributeError: 'ServerArgs' object has no attribute 'mamba_scheduler_strategy'")
+        return
+    out.refuse("ValueError: --enable-linear-replayssm requires --mamba-radix-cache-strategy no_buffer (the default); "
+               "the extra_buffer ping-pong donation path is not yet supported (follow-up). Got "
+               f"--mamba-radix-cache-strategy={inp.mamba_strategy!r}.")
+
+
 def _extra_buffer_page_size(inp: MemoryInputs, out: _Outcome) -> None:
     """extra_buffer's page-size assertion: mamba_track_interval % page_size == 0 (server_args.py
     _handle_mamba_radix_cache through 0.5.13.post1, with its message; 0.5.14 on a bare assert, 0.5.23
@@ -1096,6 +1117,7 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     mfs *= _model_runner_multimodal_factor(inp)
     mrr_flag, draft_tokens = _speculative_defaults(inp, algo)
     context = _context_length(inp, out)
+    _replayssm_needs_no_buffer(inp, algo, out)
     radix, strategy, page_size = _mamba_radix_cache(inp, algo, out)
     if late:
         out.refuse(inp.argument_error or "")

@@ -61,6 +61,11 @@ PAIRS = [
     ["--enable-session-radix-cache", "--radix-eviction-policy", "priority"],
     ["--enable-linear-replayssm", "--linear-attn-decode-backend", "flashinfer"],
     ["--enable-linear-replayssm", "--linear-attn-backend", "flashinfer", "--disable-radix-cache"],
+    # refused against the strategy SGLang resolves: extra_buffer with overlap or paging, not without a radix cache
+    ["--enable-linear-replayssm", "--disable-radix-cache"],
+    ["--enable-linear-replayssm", "--disable-overlap-schedule"],
+    ["--enable-linear-replayssm", "--page-size", "64", "--disable-overlap-schedule"],
+    ["--enable-linear-replayssm", "--mamba-scheduler-strategy", "no_buffer", "--disable-overlap-schedule"],
     ["--speculative-algorithm", "x", "--disable-radix-cache"],  # the unknown name without the hybrid refusal
 ]
 
