@@ -32,7 +32,7 @@ def diagnose(logfile: str, as_json: bool) -> None:
         emit_json(d.to_dict())
     else:
         click.echo(f"class: {d.failure_class}" + (f" (phase: {d.phase})" if d.phase else "")
-                   + (f" via {d.via}" if d.via else "")
+                   + (f" via {d.via}" if d.via and d.via != d.failure_class else "")
                    + (" [inferred]" if d.confidence != "matched" else ""))
         if d.summary:
             click.echo(d.summary)

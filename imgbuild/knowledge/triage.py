@@ -720,6 +720,11 @@ CHILD_FAILED_ADVICE = (
     "A scheduler process died and the launcher shut the server down; the cause line is "
     "the exception of the first traceback above 'Received sigquit'.",
 ) + UNKNOWN_ADVICE[1:]
+CHILD_REPORT_ADVICE = (
+    "The launcher reported only that a child process (a scheduler, an engine core, a rank) "
+    "died: its own error is in the lines it printed before, which this excerpt does not hold. "
+    "Diagnose the whole log, or that child's own log (torchrun: the rank's error_file).",
+) + UNKNOWN_ADVICE[1:]
 
 _SIGQUIT = re.compile(r"Received sigquit from a child proces")  # "proces" in 0.4.x
 # Other launchers' report that a child process died, with no cause of their own: vLLM's API server
@@ -777,9 +782,8 @@ _CPU_HINTS = re.compile(
 )
 _ALL_KEYS = [k for sig in CATALOG for rx in sig.patterns for k in rx.keys] + [
     k for rx in (_SIGQUIT, _TRACEBACK, _FRAME, _HIT_EXCEPTION, _CPP_EXCEPTION, _IMPORT_IGNORED, _READY,
-                 _M_LOAD_BEGIN, _M_LOAD_END, _M_POOL, _M_CAPTURE_BEGIN, _M_CAPTURE_END, _CPU_HINTS)
-    for k in _keys_of(rx.pattern)] + [k for k in _keys_of(_CHILD_REPORT.pattern)] + [
-    "error", "exception", "exit", "interrupt", "fail"]
+                 _M_LOAD_BEGIN, _M_LOAD_END, _M_POOL, _M_CAPTURE_BEGIN, _M_CAPTURE_END, _CPU_HINTS, _CHILD_REPORT)
+    for k in _keys_of(rx.pattern)] + ["error", "exception", "exit", "interrupt", "fail"]
 _HOT_KEYS = tuple(k for k in dict.fromkeys(_ALL_KEYS) if not any(o != k and o in k for o in _ALL_KEYS))
 
 
@@ -1382,7 +1386,7 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
         return Diagnosis(
             failure_class=CHILD_FAILED,
             cause=msgs[report].strip(),
-            advice=CHILD_FAILED_ADVICE,
+            advice=CHILD_REPORT_ADVICE,
             evidence=(lines[report],),
             summary="A child process died and its launcher reported only that; its own error is not in the log.",
             line_number=report + 1,
