@@ -100,10 +100,10 @@ def test_a_hybrid_models_page_size_is_checked_by_its_mamba_strategy(matrix, sgla
     # --enable-linear-replayssm against the mamba strategy SGLang resolves, as its own parser gave it (tests/oracle)
     ("0.5.23", (), "ValueError: --enable-linear-replayssm requires --mamba-radix-cache-strategy no_buffer (the default); "
                    "the extra_buffer ping-pong donation path is not yet supported (follow-up). Got "
-                   "--mamba-radix-cache-strategy='auto'."),
+                   "--mamba-radix-cache-strategy='extra_buffer'."),  # 0.5.19 on: the strategy it resolved
     ("0.5.16", (), "ValueError: --enable-linear-replayssm requires --mamba-radix-cache-strategy no_buffer (the default); "
                    "the extra_buffer ping-pong donation path is not yet supported (follow-up). Got "
-                   "--mamba-radix-cache-strategy='auto'."),
+                   "--mamba-radix-cache-strategy='auto'."),  # 0.5.16-0.5.18: the flag's value
     # 0.5.15's message names the field by its old name: SGLang itself raises AttributeError
     ("0.5.15", (), "AttributeError: 'ServerArgs' object has no attribute 'mamba_scheduler_strategy'"),
     ("0.5.23", ("--disable-radix-cache",), None),  # no radix cache: no extra buffer

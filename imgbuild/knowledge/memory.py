@@ -1047,7 +1047,7 @@ def _replayssm_needs_no_buffer(inp: MemoryInputs, algo: str | None, out: _Outcom
     """--enable-linear-replayssm against the strategy SGLang resolves (server_args.py
     _handle_linear_attn_backend 0.5.15-0.5.18, arg_groups/attention_hook.py from 0.5.19):
     mamba_extra_buffer_of(resolved_view(...)), a radix cache with extra_buffer(_lazy), is refused.
-    The message names the flag's own value; 0.5.15's names a field it no longer has
+    The message names the strategy; 0.5.15's names a field it no longer has
     (mamba_scheduler_strategy, renamed mamba_radix_cache_strategy), so it raises AttributeError."""
     key = _vkey(inp.rules.version)
     if not inp.enable_linear_replayssm or not inp.geometry.hybrid or key < _vkey("0.5.15"):
@@ -1058,9 +1058,12 @@ def _replayssm_needs_no_buffer(inp: MemoryInputs, algo: str | None, out: _Outcom
     if key < _vkey("0.5.16"):
         out.refuse("AttributeError: 'ServerArgs' object has no attribute 'mamba_scheduler_strategy'")
         return
+    # 0.5.16-0.5.18 name the flag's value (self.mamba_radix_cache_strategy); 0.5.19 on read it through
+    # resolving_view (arg_groups/attention_hook.py handle_linear_attn_backend), so the resolved strategy
+    named = inp.mamba_strategy if key < _vkey("0.5.19") else strategy
     out.refuse("ValueError: --enable-linear-replayssm requires --mamba-radix-cache-strategy no_buffer (the default); "
                "the extra_buffer ping-pong donation path is not yet supported (follow-up). Got "
-               f"--mamba-radix-cache-strategy={inp.mamba_strategy!r}.")
+               f"--mamba-radix-cache-strategy={named!r}.")
 
 
 def _extra_buffer_page_size(inp: MemoryInputs, out: _Outcome) -> None:
