@@ -352,10 +352,17 @@ def test_triage_imports_no_adapter_library():
 # tuned misses were fixed from the tuned logs alone (vLLM's and torchrun's child reports, a 401 from
 # the Hub, the NCCL watchdog's failed collective, NCCL_ERROR_* names, Triton's C stub under tcc, vLLM's
 # heads-by-TP refusal, TGI's signal 9, a terminal pane's frame); scored after that change, the
-# held-out part reads 60 of 69 (0.87; the new held-out logs 21 of 23).
+# held-out part reads 60 of 69 (0.87; the new held-out logs 21 of 23). Of the 52 collected after
+# those (48 tuned, 4 held out: RL frameworks' Ray and torchrun pastes, forum and blog pages), both parts
+# were scored before any change: the tuned part 33 of 49 (two dropped since: one's text names another
+# error than the cause its page gives, one cites a bare IP mirror), the held-out part 63 of 73 (the new held-out logs 3 of 4). The
+# tuned misses were fixed from the tuned logs alone (Ray's and vLLM's child reports, HfArgumentParser's
+# and ms-swift's refusals, vLLM's "No supported device", torch's OOM body, NCCL WARN/nccl-tests
+# failures, the kernel's oom-killer line, an offline Hub, glog prefixes and a server's "Failed to ...:
+# XError" line); scored after that change, the held-out part reads 63 of 73 (0.86).
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.86  # measured 60 of 69 (0.870); the target is 0.95
+HELDOUT_FLOOR = 0.86  # measured 63 of 73 (0.863); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -378,7 +385,7 @@ def test_heldout_corpus_score_is_reported_and_above_its_floor(capsys):
     with capsys.disabled():
         # the count only: naming the misses would show whoever tunes the classifier why held-out logs fail
         print(f"\nheld-out corpus: {len(results) - len(misses)}/{len(results)} classes right ({score:.0%})")
-    assert len(results) >= 69 and score >= HELDOUT_FLOOR
+    assert len(results) >= 73 and score >= HELDOUT_FLOOR
 
 
 def test_every_corpus_log_cites_its_source_and_every_class_is_covered():
@@ -387,10 +394,11 @@ def test_every_corpus_log_cites_its_source_and_every_class_is_covered():
         counts[klass] = counts.get(klass, 0) + 1
     for path in TUNED + HELDOUT:
         first = path.read_text(encoding="utf-8").splitlines()[0]
-        assert first.startswith(("# source: https://github.com/", "# source: local run on this machine")), path.name
+        # a public thread or page (GitHub, a forum, a blog), or a run on this machine
+        assert first.startswith(("# source: https://", "# source: local run on this machine")), path.name
         klass = corpus_case(path)[0]
         counts[klass] = counts.get(klass, 0) + 1
-    assert len(TUNED) + len(HELDOUT) >= 323
+    assert len(TUNED) + len(HELDOUT) >= 374
     failing = [c for c in CLASSES if c not in ("none",)]
     assert all(counts.get(c, 0) >= 4 for c in failing), {c: counts.get(c, 0) for c in failing}
 

@@ -323,6 +323,8 @@ CATALOG: tuple[Signature, ...] = (
             r"CUDA (?:runtime )?error: out of memory",  # "runtime": lmdeploy's TurboMind (memory_utils.cu)
             r"cudaErrorMemoryAllocation",
             r"NPU out of memory",  # torch_npu on Ascend, the same failure
+            # the body of torch's message (c10/cuda/CUDACachingAllocator.cpp), pasted without its first words
+            r"GPU \d+ has a total capacity of [\d.]+ [GM]iB of which [\d.]+ [KMG]iB is free",
             r"RayTaskError\(OutOfMemoryError\)",  # a Ray task (an RL rollout) that hit it
         ),
         "A CUDA allocation failed: the GPU ran out of memory.",
@@ -340,6 +342,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Transformers does not recognize this architecture",
             r"Transformers version \S+ is not supported for model",
             r"Unknown gguf model_type",  # model_loader/loader.py
+            # a config whose model_type this transformers does not know, as images' tables quote it
+            r"model_type '?\w+'? not recognized",
         ),
         "This SGLang version has no implementation for the model's architecture.",
         (
@@ -404,7 +408,8 @@ CATALOG: tuple[Signature, ...] = (
             r"NCCL error",
             r"ncclUnhandledCudaError|ncclSystemError|ncclInternalError|ncclInvalidUsage",
             r"ProcessGroupNCCL.*(timeout|Watchdog caught collective operation timeout)",
-            r"NCCL WARN .*(failed|error)",
+            r"NCCL WARN .*(fail|error)",  # "Cuda failure 700 'an illegal memory access was encountered'"
+            r"Test NCCL failure \S+:\d+ '",  # nccl-tests (common.cu) passing NCCL's result string on
             # torch's watchdog lines lose "ProcessGroupNCCL.cpp" with their [E... file:line] prefix
             r"Watchdog caught collective operation timeout",
             # ProcessGroupNCCL.cpp's watchdog on a collective that failed (not timed out): "[PG ID 2 PG GUID 3
@@ -484,6 +489,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Can't find config file in",
             r"Cannot find adapter config file in",
             r"LocalEntryNotFoundError|couldn't connect to 'https://huggingface\.co'",
+            # huggingface_hub with downloads off (HF_HUB_OFFLINE, local_files_only) and no cached snapshot
+            r"Cannot find an appropriate cached snapshot folder for the specified revision",
         ),
         "The model path or Hugging Face id cannot be resolved inside the container.",
         (
@@ -545,6 +552,9 @@ CATALOG: tuple[Signature, ...] = (
             r"Unknown quantization method: ",
             r"does not match the quantization method specified in the `quantization` argument",
             r"world_size \(\d+\) is not equal to tensor_model_parallel_size",
+            # transformers' HfArgumentParser (the CLIs of LlamaFactory, TRL, OpenRLHF scripts): an unknown flag or key
+            r"Some (?:specified arguments|keys) are not used by the HfArgumentParser",
+            r"ValueError: remaining_argv: \[",  # ms-swift's parser (swift/utils/argument.py): arguments it does not take
             # vLLM's config.py verify_with_parallel_config (SGLang asserts it bare while the model loads)
             r"Total number of attention heads \(\d+\) must be divisible by tensor parallel size \(\d+\)",
             r"must be divisible by decode_context_parallel_size",
@@ -586,6 +596,7 @@ _IMPORT = Signature(
         r"ImportError: .*undefined symbol",
         r"undefined symbol: _Z\w+",
         r"ModuleNotFoundError: No module named",
+        r"cannot import name '[\w.]+' from '",  # Python's ImportError text, also pasted without its name
         r"\bImportError: ",
         # the dynamic loader's own message for a missing library (libcuda is the no-GPU case below)
         r"\blib(?!cuda\.so|nvidia-ml\.so)[\w+-]+(?:\.[\w+-]+)*\.so(?:\.\d+)*: cannot open shared object file",
@@ -605,6 +616,7 @@ _NO_GPU = Signature(
         r"No accelerator \([^)]{0,200}\)(?: or platform plugin)? is available(?!\.? - Falling back)",
         r"No supported accelerator \([^)]{0,200}\) available",
         r"No CUDA GPUs are available",
+        r"RuntimeError: No supported device detected",  # vLLM's config.py DeviceConfig (0.3-0.5)
         r"No CUDA devices found via torch\.cuda",  # utils/common.py
         r"NPU device is not available or visible",  # utils/common.py, torch_npu
         r"torch\.(?:xpu|mps) is not available",  # utils/common.py, --device xpu / mps
@@ -637,6 +649,7 @@ _KILLED = Signature(
         r"^\s*Exit code: -9\s*$",  # Python's subprocess return code for SIGKILL
         r"exited with code 137",  # docker compose
         r"Out of memory: Killed process|killed as a result of limit of",  # the kernel's log
+        r"\binvoked oom-killer\b",  # the kernel's log, the line before it picks its victim
         # kubectl describe pod: the container's last state
         r"^\s*Exit Code:\s*137\s*$",
         r"\bOOMKilled\b",
@@ -732,6 +745,9 @@ _SIGQUIT = re.compile(r"Received sigquit from a child proces")  # "proces" in 0.
 # sigquit line they decide only when no signature explains the log.
 _CHILD_REPORT = re.compile(
     r"Engine core initialization failed\. See root cause above|^Root Cause \(first observed failure\):|\bChildFailedError\b"
+    r"|Engine core proc \w+ died unexpectedly"  # vLLM's client (v1/engine/core_client.py)
+    # Ray (python/ray/exceptions.py ActorDiedError): an actor (an engine, a rollout worker) died
+    r"|The actor died unexpectedly before finishing this task|The actor is dead because its worker process has died"
 )
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 # "[2026-05-01 10:00:00 TP0] " and "2025-07-02 16:41:31 | ERROR | stderr | " style prefixes
@@ -748,7 +764,8 @@ _PREFIX = re.compile(
     r"|[A-Z]+ \d{2}-\d{2} [\d:]+ (?:\[)?[\w.]+:\d+\]\s*"  # vLLM-style "INFO 03-06 10:05:08 __init__.py:190] "
     r"|[A-Z]+ \d{4}-\d{2}-\d{2}T[\d:.]+Z\s+"  # cloud log viewers: "ERROR 2025-04-07T19:13:52.318Z "
     r"|\w{3} \w{3} +\d+ [\d:]+ \d{4}\[\d+,\d+\]<std(?:out|err)>:"  # mpirun --tag-output
-    r"|[\u2502\u2503]\s*)"  # a terminal pane's frame (k9s, lazydocker): "│ ERROR ... │"
+    r"|[\u2502\u2503]\s*"  # a terminal pane's frame (k9s, lazydocker): "│ ERROR ... │"
+    r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [\w.]+:\d+\]\s*)"  # glog (Triton server): "E1115 02:58:51.162611 1 x.cc:634] "
 )
 # Ray's de-duplication note at the end of a line; (?<!\s): a run of spaces is tried from its start only
 _RAY_REPEATED = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]\s*$")
@@ -763,6 +780,9 @@ _FRAME = re.compile(r"^\s*File \"")
 _HIT_EXCEPTION = re.compile(r"\b\w+ hit an exception")
 # c10's report of a C++ exception (CUDA errors surface so in Ray workers' logs)
 _CPP_EXCEPTION = re.compile(r"^Exception raised from \w+ at ")
+# a server's own line that something failed with a Python exception ("Failed to initialize Python stub:
+# TypeError: ...", "failed to load 'm' version 1: Internal: TypeError: ..."): a failure without a traceback
+_FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?[Ff]ailed to [^:]{1,120}: (?:\w+: )?\w*(?:Error|Exception): ")
 _IMPORT_IGNORED = re.compile(r"Ignore import error when loading (sglang\.srt\.models\.\w+)")
 _READY = re.compile(r"The server is fired up and ready to roll!")
 
@@ -782,7 +802,8 @@ _CPU_HINTS = re.compile(
 )
 _ALL_KEYS = [k for sig in CATALOG for rx in sig.patterns for k in rx.keys] + [
     k for rx in (_SIGQUIT, _TRACEBACK, _FRAME, _HIT_EXCEPTION, _CPP_EXCEPTION, _IMPORT_IGNORED, _READY,
-                 _M_LOAD_BEGIN, _M_LOAD_END, _M_POOL, _M_CAPTURE_BEGIN, _M_CAPTURE_END, _CPU_HINTS, _CHILD_REPORT)
+                 _M_LOAD_BEGIN, _M_LOAD_END, _M_POOL, _M_CAPTURE_BEGIN, _M_CAPTURE_END, _CPU_HINTS, _CHILD_REPORT,
+                 _FAILED_WITH)
     for k in _keys_of(rx.pattern)] + ["error", "exception", "exit", "interrupt", "fail"]
 _HOT_KEYS = tuple(k for k in dict.fromkeys(_ALL_KEYS) if not any(o != k and o in k for o in _ALL_KEYS))
 
@@ -1350,7 +1371,7 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
     # a line that states a failure ("XError: message", unindented) counts without a traceback
     marker = next((i for i in log.scanned() if (m := msgs[i]) and (
         (" hit an exception" in m and _HIT_EXCEPTION.search(m)) or _TRACEBACK.search(m) or _EXCEPTION.match(m)
-        or _CPP_EXCEPTION.match(m) or _CHILD_REPORT.search(m))), None)
+        or _CPP_EXCEPTION.match(m) or _CHILD_REPORT.search(m) or _FAILED_WITH.match(m))), None)
     starts = [tb.start for tb in log.tracebacks]
     if starts and (marker is None or starts[0] < marker):
         marker = starts[0]
