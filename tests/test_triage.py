@@ -573,6 +573,9 @@ OWN_TEXTS = [
     ("ports", "Empty host in address", "flags-refused"),
     ("ports", "Invalid port number: ", "flags-refused"),
     ("memory-pools", "Not enough host memory available", "not-enough-memory"),
+    ("model-loading", "The memory capacity is unbalanced", "not-enough-memory"),
+    ("model-loading", "library not found. Please install it", "import-failed"),
+    ("model-loading", "other ranks that didn't finish loading", "child-failed"),
 ]
 
 

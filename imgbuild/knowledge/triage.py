@@ -316,9 +316,28 @@ CATALOG: tuple[Signature, ...] = (
         source="vllm/v1/core/kv_cache_utils.py",
     ),
     Signature(
+        NOT_ENOUGH_MEMORY,
+        _re(
+            # model_executor/model_runner.py init_torch_distributed (0.4.0-0.5.6.post2): one GPU has much
+            # less free memory than another
+            r"The memory capacity is unbalanced\. Some GPUs may be occupied by other processes",
+            # vLLM's v1/worker/gpu_worker.py init_device: the utilization asks for more than is free
+            r"on startup is less than desired GPU memory utilization",
+        ),
+        "Less GPU memory is free than the launch asks for: another process holds memory on the GPUs.",
+        (
+            "Stop what holds the GPUs (nvidia-smi lists the processes; a dead launch's workers "
+            "can linger), or ask for less: a lower --mem-fraction-static (vLLM: --gpu-memory-utilization).",
+            PLAN_ADVICE,
+        ),
+        source="model_executor/model_runner.py",
+    ),
+    Signature(
         CUDA_OOM,
         _re(
             r"CUDA out of memory",
+            # the same allocator message on torch's other device backends
+            r"(?:HIP|XPU|MPS backend) out of memory",
             r"torch\.(cuda\.)?OutOfMemoryError",
             r"CUDA (?:runtime )?error: out of memory",  # "runtime": lmdeploy's TurboMind (memory_utils.cu)
             r"cudaErrorMemoryAllocation",
@@ -597,6 +616,8 @@ _IMPORT = Signature(
         r"undefined symbol: _Z\w+",
         r"ModuleNotFoundError: No module named",
         r"cannot import name '[\w.]+' from '",  # Python's ImportError text, also pasted without its name
+        # model_loader/loader.py, quantization/*: an optional package a flag needs is not installed
+        r"library not found\. Please install it",
         r"\bImportError: ",
         # the dynamic loader's own message for a missing library (libcuda is the no-GPU case below)
         r"\blib(?!cuda\.so|nvidia-ml\.so)[\w+-]+(?:\.[\w+-]+)*\.so(?:\.\d+)*: cannot open shared object file",
@@ -746,6 +767,8 @@ _SIGQUIT = re.compile(r"Received sigquit from a child proces")  # "proces" in 0.
 _CHILD_REPORT = re.compile(
     r"Engine core initialization failed\. See root cause above|^Root Cause \(first observed failure\):|\bChildFailedError\b"
     r"|Engine core proc \w+ died unexpectedly"  # vLLM's client (v1/engine/core_client.py)
+    # model_executor/model_runner.py (0.4.x-0.5.x): this rank loaded, another did not
+    r"|but there are other ranks that didn't finish loading"
     # Ray (python/ray/exceptions.py ActorDiedError): an actor (an engine, a rollout worker) died
     r"|The actor died unexpectedly before finishing this task|The actor is dead because its worker process has died"
 )
