@@ -485,6 +485,22 @@ EXCERPT_LINES = [
      "not-enough-memory"),
     ("turbomind-oom", ["RuntimeError: [TM][ERROR] CUDA runtime error: out of memory memory_utils.cu:32"], "cuda-oom"),
     ("unmatched-error-line", ["ValueError: something SGLang refused"], "unknown"),
+    # texts from the engines' and libraries' sources, not (yet) seen in a collected log
+    ("vllm-free-memory-below-utilization",
+     ["ValueError: Free memory on device (13.91/79.33 GiB) on startup is less than desired GPU memory utilization "
+      "(0.95, 75.36 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."],
+     "not-enough-memory"),
+    ("xpu-oom", ["torch.OutOfMemoryError: XPU out of memory. Tried to allocate 2.00 GiB"], "cuda-oom"),
+    ("mps-oom", ["RuntimeError: MPS backend out of memory (MPS allocated: 17.00 GB, other allocations: 1.00 GB)"],
+     "cuda-oom"),
+    ("flash-attn-too-old-gpu", ["RuntimeError: FlashAttention only supports Ampere GPUs or newer."], "no-kernel-image"),
+    ("vllm-failed-to-infer-device", ["RuntimeError: Failed to infer device type"], "no-gpu-visible"),
+    ("hub-gated-repo", ["OSError: You are trying to access a gated repo."], "model-not-found"),
+    ("optional-library-missing",
+     ["ImportError: NVIDIA Model Optimizer (modelopt) library not found. Please install it to use ModelOpt quantization."],
+     "import-failed"),
+    ("vllm-engine-core-died", ["ERROR 01-29 08:37:48 [core_client.py:564] Engine core proc EngineCore_DP1 died "
+                               "unexpectedly, shutting down client."], "child-failed"),
 ]
 
 

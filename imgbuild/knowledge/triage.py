@@ -399,6 +399,8 @@ CATALOG: tuple[Signature, ...] = (
             r"no kernel image is available for execution on the device",
             r"cudaErrorNoKernelImageForDevice",
             r"SGLang only supports sm75 and above",  # model_executor/model_runner.py
+            # flash-attn's own refusal of a GPU older than its kernels (flash_api.cpp)
+            r"FlashAttention only supports Ampere GPUs or newer",
         ),
         "The image's CUDA kernels were not built for this GPU's compute capability.",
         (
@@ -498,7 +500,7 @@ CATALOG: tuple[Signature, ...] = (
             r"Can't load (?:config|tokenizer) for '",
             r"does not appear to have a file named [\w.-]+\.json",
             r"RepositoryNotFoundError|HFValidationError",
-            r"GatedRepoError|Cannot access gated repo",
+            r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo",
             # huggingface_hub's HTTPError for a gated or private repo fetched without a token (sglang PR 14644)
             r"401 Client Error: Unauthorized for url: https://huggingface\.co/",
             r"No such file or directory: '[^']*config\.json'",
@@ -638,6 +640,7 @@ _NO_GPU = Signature(
         r"No supported accelerator \([^)]{0,200}\) available",
         r"No CUDA GPUs are available",
         r"RuntimeError: No supported device detected",  # vLLM's config.py DeviceConfig (0.3-0.5)
+        r"RuntimeError: Failed to infer device type",  # the same in vLLM 0.6-0.8 (config.py DeviceConfig)
         r"No CUDA devices found via torch\.cuda",  # utils/common.py
         r"NPU device is not available or visible",  # utils/common.py, torch_npu
         r"torch\.(?:xpu|mps) is not available",  # utils/common.py, --device xpu / mps
