@@ -82,7 +82,7 @@ KNOWN_IN = {
         ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100/SM120 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
                                                 "not modelled",
     },
-    "0.5.18": {  # by hand only (its as-of-release lock holds cuda-tile's placeholder sdist, which does not install)
+    "0.5.18": {  # by hand only (its as-of-release lock less cuda-tile, whose placeholder sdist fetches from pypi.nvidia.com)
         ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100/SM120 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
                                                 "not modelled",
     },
