@@ -21,9 +21,11 @@ from imgbuild.knowledge.modelinfo import (
     read_int,
     sliding_window,
     split_hub_id,
+    vision_params,
 )
 
 SEED_MODEL = Path(__file__).resolve().parent.parent / "examples" / "qwen3.6-27b"
+PLAN_MODELS = Path(__file__).resolve().parent / "data" / "plan_logs" / "models"
 
 # Llama-3.1-8B's published config (meta-llama/Llama-3.1-8B config.json); 8,030,261,248 parameters.
 LLAMA_31_8B = {
@@ -327,3 +329,19 @@ def test_complete_configs_keep_their_own_values() -> None:
     filled = with_transformers_defaults(LLAMA_31_8B)
     assert {k: filled[k] for k in LLAMA_31_8B} == LLAMA_31_8B
     assert read_geometry(filled) == read_geometry(LLAMA_31_8B)
+
+
+def test_mllama_vision_tower_is_counted_as_sglang_builds_it() -> None:
+    """Llama-3.2-11B-Vision's tower and projector, from the checkpoint's vision_config. The reference:
+    transformers 5.6.0's MllamaForConditionalGeneration built on the meta device from this config.json
+    (in a venv of locks/sglang-0.5.11-cp311-x86_64.txt) holds 863,567,379 vision_model and 31,461,376
+    multi_modal_projector parameters; SGLang's VisionAttention (layers/attention/vision.py) adds q/k/v and
+    out-projection biases transformers' MllamaVisionAttention does not have: 4 x 1280 in each of 32 + 8 layers."""
+    g = inspect_model(PLAN_MODELS / "llama-3.2-11b-vision-instruct").geometry
+    assert g.vision is not None and g.vision.kind == "mllama"
+    _, total = vision_params(g.vision, 1)
+    assert total == 863_567_379 + 31_461_376 + 40 * 4 * 1280
+    # TP 2: the patch projection, attention and MLP are sharded; embeddings, norms, biases of the
+    # row-parallel layers and the projector are not
+    per_gpu_tp2, _ = vision_params(g.vision, 2)
+    assert total / 2 < per_gpu_tp2 < total
