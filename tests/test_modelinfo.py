@@ -337,7 +337,7 @@ def test_mllama_vision_tower_is_counted_as_sglang_builds_it() -> None:
     (in a venv of locks/sglang-0.5.11-cp311-x86_64.txt) holds 863,567,379 vision_model and 31,461,376
     multi_modal_projector parameters; SGLang's VisionAttention (layers/attention/vision.py) adds q/k/v and
     out-projection biases transformers' MllamaVisionAttention does not have: 4 x 1280 in each of 32 + 8 layers."""
-    g = inspect_model(PLAN_MODELS / "llama-3.2-11b-vision-instruct").geometry
+    g = inspect_model(str(PLAN_MODELS / "llama-3.2-11b-vision-instruct")).geometry
     assert g.vision is not None and g.vision.kind == "mllama"
     _, total = vision_params(g.vision, 1)
     assert total == 863_567_379 + 31_461_376 + 40 * 4 * 1280
