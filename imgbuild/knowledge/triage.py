@@ -338,6 +338,8 @@ CATALOG: tuple[Signature, ...] = (
             r"CUDA out of memory",
             # the same allocator message on torch's other device backends
             r"(?:HIP|XPU|MPS backend) out of memory",
+            # c10/cuda/CUDACachingAllocator.cpp's warning as the allocation fails, before the error
+            r"memory allocation failed with OOM on device \d+ while trying to allocate",
             r"torch\.(cuda\.)?OutOfMemoryError",
             r"CUDA (?:runtime )?error: out of memory",  # "runtime": lmdeploy's TurboMind (memory_utils.cu)
             r"cudaErrorMemoryAllocation",
@@ -363,6 +365,10 @@ CATALOG: tuple[Signature, ...] = (
             r"Unknown gguf model_type",  # model_loader/loader.py
             # a config whose model_type this transformers does not know, as images' tables quote it
             r"model_type '?\w+'? not recognized",
+            # other engines' registries: TGI's get_model, LMDeploy's pytorch engine and TurboMind's ARCH_MAP
+            r"Unsupported model type \w+",
+            r"Can not found rewrite for architectures",
+            r"KeyError: '\w+(?:ForCausalLM|ForConditionalGeneration)'",
         ),
         "This SGLang version has no implementation for the model's architecture.",
         (
@@ -380,6 +386,10 @@ CATALOG: tuple[Signature, ...] = (
             r"CUDA driver version is insufficient for CUDA runtime version",
             r"cudaErrorInsufficientDriver",
             r"forward compatibility was attempted on non supported HW",
+            # the NVIDIA container toolkit comparing the image's NVIDIA_REQUIRE_CUDA with the host driver
+            r"unsatisfied condition: cuda>=[\d.]+, please update your driver",
+            # the entrypoint banner of NVIDIA's NGC containers (Triton, TensorRT-LLM, PyTorch)
+            r"This container was built for NVIDIA Driver Release [\d.]+ or later, but",
             # a kernel library linked against a CUDA driver API symbol the host's libcuda
             # is too old to have (sgl-kernel's cuGreenCtxStreamCreate, sglang issue 8131)
             r"undefined symbol: cu[A-Z]\w*",
@@ -501,8 +511,9 @@ CATALOG: tuple[Signature, ...] = (
             r"does not appear to have a file named [\w.-]+\.json",
             r"RepositoryNotFoundError|HFValidationError",
             r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo",
-            # huggingface_hub's HTTPError for a gated or private repo fetched without a token (sglang PR 14644)
-            r"401 Client Error: Unauthorized for url: https://huggingface\.co/",
+            # huggingface_hub's HTTPError for a gated or private repo fetched without a token (sglang PR 14644),
+            # or for a repo or file the Hub does not have (vllm-omni issue 2660)
+            r"(?:401|403|404) Client Error: (?:Unauthorized|Forbidden|Not Found) for url: https://huggingface\.co/",
             r"No such file or directory: '[^']*config\.json'",
             # model_loader/loader.py, utils/hf_transformers_utils.py: the path holds no model
             r"No model weights found in",
@@ -557,6 +568,9 @@ CATALOG: tuple[Signature, ...] = (
             r"error: unrecognized arguments: ",
             r"error: argument --[\w-]+: ",
             r"error: the following arguments are required",
+            # clap (TGI's launcher, Rust CLIs): "error: unexpected argument '--x' found", "error: invalid value ..."
+            r"^error: unexpected argument '--[\w-]+' found",
+            r"^error: invalid value '[^']*' for '--[\w-]+",
             # server_args.py checks after parsing (0.5.11, Qwen3-Next/3.5 + speculation)
             r"not compatible with radix cache when using --mamba-scheduler-strategy",
             # configs/model_config.py, _derive_context_length (raised unless overridden)
@@ -667,7 +681,7 @@ _KILLED = Signature(
     KILLED,
     # the shell's, docker's or the kernel's report of a process ended by SIGKILL (exit 137)
     _re(
-        r"^Killed\s*$",
+        r"^Killed[\s`'\"]*$",  # also as pasted inside a markdown code span
         r"\]Killed\s*$",  # the shell's report printed right after a tqdm bar (no newline after it)
         r"line \d+:\s+\d+ Killed\s",  # the shell's job report naming the command
         r"^\s*Exit code: -9\s*$",  # Python's subprocess return code for SIGKILL
@@ -772,6 +786,8 @@ _CHILD_REPORT = re.compile(
     r"|Engine core proc \w+ died unexpectedly"  # vLLM's client (v1/engine/core_client.py)
     # model_executor/model_runner.py (0.4.x-0.5.x): this rank loaded, another did not
     r"|but there are other ranks that didn't finish loading"
+    # Xinference's actor framework (xoscar) when the model's subprocess went away
+    r"|xoscar\.errors\.ServerClosed: Remote server \S+ closed"
     # Ray (python/ray/exceptions.py ActorDiedError): an actor (an engine, a rollout worker) died
     r"|The actor died unexpectedly before finishing this task|The actor is dead because its worker process has died"
 )
