@@ -367,9 +367,12 @@ def test_triage_imports_no_adapter_library():
 # tuned logs alone (the caching allocator's OOM warning, the container toolkit's and NGC containers'
 # driver checks, a Hub 404, clap's refusals, other engines' architecture registries, xoscar's
 # ServerClosed, a markdown-quoted "Killed"); scored after, the held-out part reads 79 of 92 (0.86).
+# Then a class read from an unmatched error's own words (triage.py _WORDED), written and checked
+# against the tuned part (one tuned log, SGLang's request-slot "runs out of memory", narrowed the OOM
+# words to a device's memory); scored once after, the held-out part reads 80 of 92 (0.87).
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 79 of 92 (0.859); the target is 0.95
+HELDOUT_FLOOR = 0.86  # measured 80 of 92 (0.870); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -506,6 +509,16 @@ EXCERPT_LINES = [
     ("optional-library-missing",
      ["ImportError: NVIDIA Model Optimizer (modelopt) library not found. Please install it to use ModelOpt quantization."],
      "import-failed"),
+    # no message known, but the error's own words name the class (knowledge/triage.py _WORDED): inferred
+    ("worded-device-oom", ["RuntimeError: the device ran out of memory while building the sampler"], "cuda-oom"),
+    ("worded-pool-slots-are-not-gpu-oom",
+     ["RuntimeError: alloc_req_slots runs out of memory. Please set a smaller number for `--max-running-requests`."],
+     "unknown"),
+    ("worded-nccl", ["RuntimeError: failed to set up the NCCL communicator for group tp"], "nccl"),
+    ("worded-architecture", ["ValueError: model type foo_bar is not supported yet by this engine"],
+     "unsupported-architecture"),
+    ("worded-no-device", ["RuntimeError: no GPUs were found on this node"], "no-gpu-visible"),
+    ("worded-flag", ["SystemExit: unknown argument --foo for the serve command"], "flags-refused"),
     ("vllm-engine-core-died", ["ERROR 01-29 08:37:48 [core_client.py:564] Engine core proc EngineCore_DP1 died "
                                "unexpectedly, shutting down client."], "child-failed"),
 ]
@@ -631,3 +644,10 @@ def test_a_server_args_refusal_is_flags_refused_in_every_release(capsys):
         print(f"\nsglang start-up texts: {len(MESSAGES['messages'])} from {len(MESSAGES['releases'])} releases; "
               f"{len(known)} classified from the line alone; {len(refused)} server_args refusals")
     assert len(refused) > 100 and all(c not in ("unknown", "none") for c in classes)
+
+
+def test_a_class_read_from_the_errors_words_is_marked_inferred_with_that_class_advice():
+    d = diagnose_log(["RuntimeError: failed to set up the NCCL communicator for group tp"])
+    assert (d.failure_class, d.confidence) == ("nccl", "inferred")
+    assert d.summary.startswith("Probably: ") and any("NCCL_P2P_DISABLE" in a for a in d.advice)
+    assert diagnose_log(["RuntimeError: NCCL error: unhandled system error"]).confidence == "matched"

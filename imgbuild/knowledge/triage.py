@@ -1458,6 +1458,10 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
         )
     exc = next((tb.exception for tb in log.tracebacks if tb.exception is not None), None)
     at = exc if exc is not None else marker
+    cause = _exception_text(msgs, at) if exc is not None else msgs[at].strip()
+    worded = _infer_from_words(log, at, cause)
+    if worded is not None:
+        return worded
     return Diagnosis(
         failure_class=UNKNOWN,
         cause=_exception_text(msgs, at) if exc is not None else msgs[at].strip(),
@@ -1532,6 +1536,48 @@ def _frames_above(tbs: list[_Traceback], index: int) -> tuple[str, ...]:
 
 
 _AVAIL = re.compile(r"avail mem=([\d.]+) GB")
+
+
+# The words of an error no signature knows that still say which class it is, as a reader would
+# take them: tried on the failure's own line only, in this order; each gap is bounded, so no
+# pattern rescans a long line.
+_WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # a device's memory: "runs out of memory" alone is also said of SGLang's request-slot pool
+    (CUDA_OOM, re.compile(r"\b(?:cuda|gpu|device|hip|xpu|npu|vram)\b.{0,40}\bout of memory\b"
+                          r"|\bout of (?:gpu|device|cuda|video) memory\b|\bOOM\b(?! ?kill)", re.IGNORECASE)),
+    (NCCL, re.compile(r"\bnccl\b", re.IGNORECASE)),
+    (DRIVER_TOO_OLD, re.compile(r"\bdriver\b.{0,60}\b(?:too old|insufficient|older than|update)", re.IGNORECASE)),
+    (PORT_IN_USE, re.compile(r"\bport\b.{0,60}\b(?:in use|occupied|already|taken)\b", re.IGNORECASE)),
+    (NO_KERNEL_IMAGE, re.compile(r"\b(?:sm_?\d{2,3}|compute capability|gpu architecture)\b.{0,60}"
+                                 r"\bnot (?:supported|compatible)\b", re.IGNORECASE)),
+    (UNSUPPORTED_ARCHITECTURE, re.compile(r"\b(?:architecture|model[ _]type)s?\b.{0,60}\bnot (?:yet )?"
+                                          r"(?:supported|recognized|registered)\b", re.IGNORECASE)),
+    (MODEL_NOT_FOUND, re.compile(r"\b(?:repo(?:sitory)?|model (?:path|id|directory))\b.{0,60}"
+                                 r"\b(?:not found|does not exist|doesn't exist)", re.IGNORECASE)),
+    (NO_GPU_VISIBLE, re.compile(r"\bno (?:cuda |nvidia )?(?:gpus?|devices?)\b.{0,30}\b(?:found|available|detected|visible)\b",
+                                re.IGNORECASE)),
+    (FLAGS_REFUSED, re.compile(r"\b(?:unrecognized|unknown|invalid) (?:argument|option|flag)s?\b", re.IGNORECASE)),
+)
+
+
+def _infer_from_words(log: _Log, at: int, cause: str) -> Diagnosis | None:
+    """A failure no signature matches whose own line names its class in plain words ("... out of
+    memory ...", "... NCCL ...", "port ... already in use"): that class, marked as inferred."""
+    for klass, words in _WORDED:
+        if words.search(cause):
+            sig = next(s for s in CATALOG if s.failure_class == klass)
+            return Diagnosis(
+                failure_class=klass,
+                cause=cause,
+                advice=sig.advice if klass != CUDA_OOM else _OOM_ADVICE[None],
+                evidence=(log.lines[at],),
+                summary=f"Probably: {sig.summary[0].lower()}{sig.summary[1:]} (read from the error's words; "
+                        "no known message matched)",
+                line_number=at + 1,
+                confidence="inferred",
+                ready=log.ready,
+            )
+    return None
 
 
 def _infer_from_milestones(log: _Log, failure_at: int, *, via: str | None) -> Diagnosis | None:
