@@ -90,3 +90,14 @@ def test_parse_reads_specs_stored_once_for_many_versions() -> None:
     data = {"specs": [{"flags": ["--a", "-a"], "dest": "a"}], "versions": {"1.0": [0], "1.1": [0]}}
     parsed = parse_server_args(data, path=Path("x.json"))
     assert parsed.flags_for("1.0")["-a"] == parsed.flags_for("1.1")["--a"]
+
+
+@pytest.mark.parametrize("flags, choices, takes_value", [
+    # sglang 0.5.23 arg_groups/argparse_actions.py DeprecatedStoreConstAction: no value for a retired boolean
+    # (--disable-piecewise-cuda-graph), one of `choices` for a retired valued flag (--monokernel-backend amd)
+    (["--disable-piecewise-cuda-graph"], None, False),
+    (["--monokernel-backend"], ["amd"], True),
+])
+def test_a_deprecated_store_const_flag_takes_a_value_only_with_choices(flags, choices, takes_value) -> None:
+    spec = FlagSpec.from_dict({"flags": flags, "dest": "x", "action": "DeprecatedStoreConstAction", "choices": choices})
+    assert spec.takes_value is takes_value

@@ -99,8 +99,7 @@ KNOWN_IN = {
                                                 "not modelled",
         ("--enable-amd-monokernel",): "an AMD kernel: its check asks the CUDA driver directly (not one of the patched "
                                       "probes), which this GPU-less run has none of; ROCm is not modelled",
-        ("--monokernel-backend", "amd"): "the same AMD check; plan's 0.5.23 flag table also takes --monokernel-backend "
-                                         "for a flag without a value",
+        ("--monokernel-backend", "amd"): "the same AMD check (the deprecated spelling of --enable-amd-monokernel)",
         ("--watermark-config", "x"): "reads the named JSON file: a property of the machine, not of the flags",
         ("--disaggregation-decode-allocation-policy", "prefill_complete"):
             "pd_disaggregation_hook.py _validate_prefill_complete lists every unsupported feature of the setup (transfer "

@@ -47,6 +47,10 @@ class FlagSpec:
 
     @property
     def takes_value(self) -> bool:
+        if self.action == "DeprecatedStoreConstAction" and self.choices is not None:
+            # 0.5.23 arg_groups/argparse_actions.py: "With nargs=None and choices=, it retires a valued
+            # flag whose one accepted value became a boolean" (--monokernel-backend amd)
+            return True
         return self.action not in _NO_VALUE_ACTIONS
 
     def value_when_given(self, name: str) -> Any:
