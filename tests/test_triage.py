@@ -369,10 +369,13 @@ def test_triage_imports_no_adapter_library():
 # ServerClosed, a markdown-quoted "Killed"); scored after, the held-out part reads 79 of 92 (0.86).
 # Then a class read from an unmatched error's own words (triage.py _WORDED), written and checked
 # against the tuned part (one tuned log, SGLang's request-slot "runs out of memory", narrowed the OOM
-# words to a device's memory); scored once after, the held-out part reads 80 of 92 (0.87).
+# words to a device's memory); scored once after, the held-out part reads 80 of 92 (0.87). Of the 18
+# collected after that (model repositories' threads: GLM, Qwen, InternVL, MiniCPM-V, DeepSeek; 15 tuned,
+# 3 held out), all 18 were classified right as first seen, with no change; the held-out part reads 83
+# of 95 (0.87).
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.86  # measured 80 of 92 (0.870); the target is 0.95
+HELDOUT_FLOOR = 0.87  # measured 83 of 95 (0.874); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -395,7 +398,7 @@ def test_heldout_corpus_score_is_reported_and_above_its_floor(capsys):
     with capsys.disabled():
         # the count only: naming the misses would show whoever tunes the classifier why held-out logs fail
         print(f"\nheld-out corpus: {len(results) - len(misses)}/{len(results)} classes right ({score:.0%})")
-    assert len(results) >= 92 and score >= HELDOUT_FLOOR
+    assert len(results) >= 95 and score >= HELDOUT_FLOOR
 
 
 def test_every_corpus_log_cites_its_source_and_every_class_is_covered():
@@ -408,7 +411,7 @@ def test_every_corpus_log_cites_its_source_and_every_class_is_covered():
         assert first.startswith(("# source: https://", "# source: local run on this machine")), path.name
         klass = corpus_case(path)[0]
         counts[klass] = counts.get(klass, 0) + 1
-    assert len(TUNED) + len(HELDOUT) >= 454
+    assert len(TUNED) + len(HELDOUT) >= 472
     failing = [c for c in CLASSES if c not in ("none",)]
     assert all(counts.get(c, 0) >= 4 for c in failing), {c: counts.get(c, 0) for c in failing}
 
