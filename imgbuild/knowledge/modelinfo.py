@@ -652,22 +652,31 @@ def _deepstack_layers(vision_cfg: dict[str, Any], *, model_type: str) -> int:
     return len(indexes)
 
 
+def _vit_fields(vision_cfg: dict[str, Any], *, text_hidden: int, patch_default: int, image_default: int
+                ) -> tuple[dict[str, Any], int]:
+    """The fields a plain ViT tower (SigLIP, Mllama's) has in common, and its patches per side."""
+    patch = read_int(vision_cfg, "patch_size", default=patch_default) or patch_default
+    fields = {
+        "depth": read_int(vision_cfg, "num_hidden_layers", default=0),
+        "hidden_size": read_int(vision_cfg, "hidden_size", default=0),
+        "intermediate_size": read_int(vision_cfg, "intermediate_size", default=0),
+        "out_hidden_size": text_hidden,
+        "patch_size": patch,
+        "in_channels": read_int(vision_cfg, "num_channels", default=3),
+        "num_hidden_layers_attr": read_int(vision_cfg, "num_hidden_layers", default=0) or None,
+    }
+    return fields, read_int(vision_cfg, "image_size", default=image_default) // patch
+
+
 def _mllama_vision(vision_cfg: dict[str, Any], *, text_hidden: int) -> VisionGeometry:
     """Llama 3.2 Vision's tower (models/mllama.py MllamaVisionModel); transformers' MllamaVisionConfig
     (configuration_mllama.py) fills supported_aspect_ratios with its 8 pairs when absent."""
-    patch = read_int(vision_cfg, "patch_size", default=14) or 14
-    side = read_int(vision_cfg, "image_size", default=448) // patch
+    fields, side = _vit_fields(vision_cfg, text_hidden=text_hidden, patch_default=14, image_default=448)
     ratios = vision_cfg.get("supported_aspect_ratios")
     return VisionGeometry(
         kind="mllama",
-        depth=read_int(vision_cfg, "num_hidden_layers", default=0),
-        hidden_size=read_int(vision_cfg, "hidden_size", default=0),
-        intermediate_size=read_int(vision_cfg, "intermediate_size", default=0),
-        out_hidden_size=text_hidden,
-        patch_size=patch,
-        in_channels=read_int(vision_cfg, "num_channels", default=3),
+        **fields,
         num_position_embeddings=side * side + 1,  # the patches and the class token
-        num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
         global_layers=read_int(vision_cfg, "num_global_layers", default=0),
         max_num_tiles=read_int(vision_cfg, "max_num_tiles", default=4),
         aspect_ratios=len(ratios) if isinstance(ratios, list) else MLLAMA_DEFAULT_ASPECT_RATIOS,
@@ -699,19 +708,8 @@ def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int) -> V
         return _mllama_vision(vision_cfg, text_hidden=text_hidden)
     if str(vision_cfg.get("model_type", "")) == "siglip_vision_model" and model_type == "gemma3":
         # Gemma 3's SigLIP tower and its projector (models/gemma3_mm.py, models/siglip.py)
-        patch = read_int(vision_cfg, "patch_size", default=16) or 16
-        side = read_int(vision_cfg, "image_size", default=224) // patch
-        return VisionGeometry(
-            kind="siglip",
-            depth=read_int(vision_cfg, "num_hidden_layers", default=0),
-            hidden_size=read_int(vision_cfg, "hidden_size", default=0),
-            intermediate_size=read_int(vision_cfg, "intermediate_size", default=0),
-            out_hidden_size=text_hidden,
-            patch_size=patch,
-            in_channels=read_int(vision_cfg, "num_channels", default=3),
-            num_position_embeddings=side * side,
-            num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
-        )
+        fields, side = _vit_fields(vision_cfg, text_hidden=text_hidden, patch_default=16, image_default=224)
+        return VisionGeometry(kind="siglip", **fields, num_position_embeddings=side * side)
     return VisionGeometry(
         kind="opaque",
         hidden_size=read_int(vision_cfg, "hidden_size", default=0),

@@ -1441,9 +1441,13 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
     killed = next((k for k in log.hot_in(0, marker, scan=True) if _KILLED.matches(msgs[k])), None)
     if killed is not None:
         return _diagnose_at(log, killed, _KILLED, (), via=None)
-    inferred = _infer_from_milestones(log, marker, via=None)
-    if inferred is not None:
-        return inferred
+    return _infer_from_milestones(log, marker, via=None) or _diagnose_unexplained(log, marker)
+
+
+def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
+    """A failure nothing above explains: a launcher's report that a child died, else the class
+    the error's own words name, else unknown with the root error as the cause."""
+    lines, msgs = log.lines, log.msgs
     report = next((i for i in log.scanned() if _CHILD_REPORT.search(msgs[i])), None)
     if report is not None:
         return Diagnosis(
@@ -1459,12 +1463,9 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
     exc = next((tb.exception for tb in log.tracebacks if tb.exception is not None), None)
     at = exc if exc is not None else marker
     cause = _exception_text(msgs, at) if exc is not None else msgs[at].strip()
-    worded = _infer_from_words(log, at, cause)
-    if worded is not None:
-        return worded
-    return Diagnosis(
+    return _infer_from_words(log, at, cause) or Diagnosis(
         failure_class=UNKNOWN,
-        cause=_exception_text(msgs, at) if exc is not None else msgs[at].strip(),
+        cause=cause,
         advice=UNKNOWN_ADVICE,
         evidence=(lines[at],),
         summary="The log shows a failure that no known signature matches.",
