@@ -13,7 +13,7 @@ import json
 import re
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -474,3 +474,63 @@ def test_startup_allowance_counts_ranks_that_share_nccl_memory(tp: int, nnodes: 
                                                                 extra_ranks: int) -> None:
     assert startup_allowance_gib(tp, 1, nnodes, nvlink) == pytest.approx(
         startup_allowance_gib(1) + extra_ranks * (startup_allowance_gib(2) - startup_allowance_gib(1)))
+
+
+# ----------------------------------------------------------------------------- hybrid state pool by release
+# The slot count of the hybrid (Gated DeltaNet) state pool, by the form of handle_max_mamba_cache each
+# release has (read in the 0.5.2-0.5.9, 0.5.11, 0.5.14 and 0.5.23 wheels; memory.Rules.hybrid_pool_rule).
+QWEN3_NEXT = MODELS / "qwen3-next-80b-a3b"
+
+
+def _next_plan(version: str, **flags: Any):
+    g = load_geometry(QWEN3_NEXT)
+    inp = MemoryInputs(rules_for(version), g, tp_size=4, gpu_total_mib=97871, free_before_load_gib=94.0, **flags)
+    return plan_memory(inp), mamba_state(g, attn_tp=4).per_request_bytes
+
+
+def _ratio_slots(plan, per_req: int, ratio: float = 0.9) -> int:
+    return int(plan.rest_before_state_gib * ratio / (1 + ratio) * GIB // per_req)
+
+
+@pytest.mark.parametrize("version", ["0.5.2", "0.5.3"])
+def test_hybrid_gdn_before_0_5_4_turns_radix_off_and_keeps_512_slots(version: str) -> None:
+    """model_executor/model_runner.py initialize: "Hybrid GDN model detected, disable radix cache";
+    max_mamba_cache_size = --max-running-requests, else 512, per DP rank."""
+    plan, _ = _next_plan(version)
+    assert (plan.radix_cache, plan.mamba_slots) == (False, 512)
+    assert plan.max_running_requests <= 512
+    assert any("disable radix cache" in n for n in plan.notes)
+    plan, _ = _next_plan(version, max_running_requests=64, enable_dp_attention=True, dp_size=2)
+    assert plan.mamba_slots == 32
+
+
+def test_the_0_5_4_pool_gives_each_slot_its_draft_states() -> None:
+    """model_runner.py handle_max_mamba_cache (0.5.4-0.5.6): slots = ratio share // (1 + draft tokens),
+    and the pool holds slots x (1 + draft tokens) states; the radix cache stays on for Qwen3-Next."""
+    plain, per_req = _next_plan("0.5.5")
+    assert plain.radix_cache and plain.mamba_slots == _ratio_slots(plain, per_req)
+    spec, _ = _next_plan("0.5.5", speculative_algorithm="NEXTN", speculative_num_steps=3,
+                         speculative_eagle_topk=1, speculative_num_draft_tokens=4)
+    assert spec.radix_cache and spec.mamba_slots == _ratio_slots(spec, per_req) // 5
+    assert spec.spec_intermediate_gib == pytest.approx(spec.mamba_slots * per_req * 4 / GIB)
+
+
+def test_from_0_5_7_an_explicit_mamba_cache_size_is_per_dp_rank() -> None:
+    """0.5.7-0.5.13 model_runner_kv_cache_mixin.py and 0.5.14 / 0.5.23 (kv_cache_configurator.py):
+    max_mamba_cache_size // dp_size under DP attention; 0.5.7 also caps requests at slots // 5."""
+    for version in ("0.5.7", "0.5.9", "0.5.11", "0.5.14", "0.5.23"):
+        plan, _ = _next_plan(version, max_mamba_cache_size=600, enable_dp_attention=True, dp_size=2)
+        assert plan.mamba_slots == 300, version
+    plan, per_req = _next_plan("0.5.7")
+    assert plan.radix_cache and plan.mamba_slots == _ratio_slots(plan, per_req)
+    assert plan.max_running_requests <= plan.mamba_slots // 5
+
+
+def test_kimi_linear_keeps_no_radix_cache_until_0_5_14() -> None:
+    """server_args.py 0.5.5-0.5.13: "Disabling Radix Cache for KimiLinearForCausalLM as it is not yet
+    supported"; 0.5.14 gives it the mamba radix cache. The architecture name alone decides it."""
+    g = replace(load_geometry(QWEN3_NEXT), architecture="KimiLinearForCausalLM")
+    radix = {v: plan_memory(MemoryInputs(rules_for(v), g, tp_size=4, gpu_total_mib=97871, free_before_load_gib=94.0))
+             for v in ("0.5.11", "0.5.14")}
+    assert (radix["0.5.11"].radix_cache, radix["0.5.14"].radix_cache) == (False, True)
+    assert any("not yet supported" in n for n in radix["0.5.11"].notes)

@@ -39,7 +39,7 @@ WEIGHTS_TOLERANCE = 0.03  # and for the weights per GPU
 # regression against real launches; one that raises it should raise the floor here
 FLOOR = {
     "tuning": {"verdicts_right": 35, "kv_within_tolerance": 25, "weights_within_tolerance": 26},
-    "held_out": {"verdicts_right": 10, "kv_within_tolerance": 6, "weights_within_tolerance": 5},
+    "held_out": {"verdicts_right": 10, "kv_within_tolerance": 7, "weights_within_tolerance": 5},
 }
 
 

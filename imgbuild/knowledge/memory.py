@@ -73,6 +73,20 @@ class Rules:
     verified: bool  # this exact version's wheel was read
 
     @property
+    def hybrid_pool_rule(self) -> str:
+        """Which form of the hybrid state pool's sizing this version has, before the 0.5.10 era's
+        (read in the 0.5.2-0.5.9 wheels): "0.5.2" model_executor/model_runner.py ``initialize``
+        and ``profile_max_num_token`` (a fixed slot count); "0.5.4" model_runner.py
+        ``handle_max_mamba_cache`` (the ratio split, slots x (1 + draft tokens)); "0.5.7" and
+        "0.5.8" model_executor/model_runner_kv_cache_mixin.py ``handle_max_mamba_cache``;
+        "0.5.9" the form this module follows from 0.5.9 on."""
+        key = _vkey(self.version)
+        for start in ("0.5.9", "0.5.8", "0.5.7", "0.5.4"):
+            if key >= _vkey(start):
+                return start
+        return "0.5.2"
+
+    @property
     def era_label(self) -> str:
         return {"0.5.9": "<= 0.5.9", "0.5.10": "0.5.10-0.5.13", "0.5.14": ">= 0.5.14"}[self.era]
 
@@ -985,6 +999,25 @@ def _context_length(inp: MemoryInputs, out: _Outcome) -> int:
     return inp.context_length or derived_context
 
 
+_MAMBA2_ARCHS = frozenset({"FalconH1ForCausalLM", "NemotronHForCausalLM", "NemotronH_Nano_VL_V2"})
+
+
+def _radix_unsupported(version: str, architecture: str, algo: str | None) -> str | None:
+    """Where a release turns the radix cache off for a hybrid model whatever the flags say: the
+    file and what it says, or None."""
+    key = _vkey(version)
+    if key < _vkey("0.5.4"):
+        return "model_executor/model_runner.py: 'Hybrid GDN model detected, disable radix cache'"
+    if key < _vkey("0.5.7") and architecture in _MAMBA2_ARCHS:
+        return "model_executor/model_runner.py: 'model detected, disable radix cache' for Mamba2 models"
+    if _vkey("0.5.5") <= key < _vkey("0.5.14") and architecture == "KimiLinearForCausalLM" \
+            or _vkey("0.5.9") <= key < _vkey("0.5.13") and architecture == "BailingMoeV2_5ForCausalLM":
+        return "server_args.py: 'Disabling Radix Cache for this model as it is not yet supported'"
+    if _vkey("0.5.8") <= key < _vkey("0.5.9") and architecture == "NemotronHForCausalLM" and algo is not None:
+        return "server_args.py: speculative decoding for NemotronHForCausalLM is not supported with radix cache yet"
+    return None
+
+
 def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tuple[bool, str | None, int]:
     """(radix cache on, mamba scheduler strategy, page size) for a hybrid model with speculation
     (server_args.py _handle_mamba_radix_cache; 0.5.14+: _handle_mamba_radix_cache /
@@ -1002,7 +1035,11 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
             # (the triton linear-attention backend)
             extra = (not inp.disable_overlap_schedule or page_size > 1) and inp.linear_attn_backend == "triton"
             strategy = "auto" if not radix else "extra_buffer" if extra else "no_buffer"
-        if radix and strategy == "no_buffer" and algo is not None:
+        unsupported = _radix_unsupported(rules.version, g.architecture, algo)
+        if radix and unsupported:
+            radix = False
+            out.notes.append(f"SGLang {rules.version} disables the radix cache for {g.architecture} ({unsupported})")
+        if radix and strategy == "no_buffer" and algo is not None and _vkey(rules.version) >= _vkey("0.5.9"):
             if rules.hybrid_spec_radix == "auto-disable":
                 radix = False
                 out.notes.append(
@@ -1275,9 +1312,16 @@ def _rest_for_pools(
 
 
 def _mamba_ratio(rules: Rules, s: _Settings) -> int:
-    """_calculate_mamba_ratio: 1 without radix cache; 3, plus the ping-pong buffers with extra_buffer."""
+    """_calculate_mamba_ratio: 1 without radix cache; 3, plus the ping-pong buffers with extra_buffer.
+    Before 0.5.7 (model_runner.py init_memory_pool) no buffers; 0.5.7 (model_runner_kv_cache_mixin.py
+    init_memory_pool) adds 2 unless extra_buffer runs with speculation (1)."""
     if not s.radix:
         return 1
+    pool_rule = rules.hybrid_pool_rule if rules.era == "0.5.9" else None
+    if pool_rule in ("0.5.2", "0.5.4"):
+        return 3
+    if pool_rule == "0.5.7":
+        return 3 + (1 if s.strategy == "extra_buffer" and s.algo is not None else 2)
     if s.strategy == "extra_buffer":
         if rules.era == "0.5.9":
             return 3 + (1 if s.algo is not None else 2)
@@ -1302,7 +1346,8 @@ def _hybrid_state_pool(
         # 0.5.14 model_runner_kv_cache_mixin.py / 0.5.23 kv_cache_configurator.py _handle_max_mamba_cache
         pad = 1 if rules.intermediate_pad_slot else 0
         if inp.max_mamba_cache_size is not None:
-            slots = inp.max_mamba_cache_size
+            # an explicit size is per DP rank (0.5.23: max_mamba_cache_size // attn_dp_size)
+            slots = inp.max_mamba_cache_size // (inp.dp_size if inp.enable_dp_attention else 1)
             if algo is not None and mrr_per_dp is not None:
                 capped = min(max(1, mrr_per_dp), slots // _mamba_ratio(rules, s))
                 spec_intermediate = per_req * (capped + pad) * (draft_tokens or 0) / GIB
@@ -1333,18 +1378,52 @@ def _hybrid_state_pool(
                 "(4) use GPUs with more memory.", memory=True,
             )
     else:
-        # 0.5.9 / 0.5.11 model_runner_kv_cache_mixin.py handle_max_mamba_cache
-        if algo is not None and mrr_per_dp is not None:
-            spec_intermediate = per_req * mrr_per_dp * (draft_tokens or 1) / GIB
-            rest -= spec_intermediate
-        if inp.max_mamba_cache_size is not None:
-            slots = inp.max_mamba_cache_size
-        elif not s.radix and mrr_per_dp is not None:
-            slots = mrr_per_dp
-        else:
-            slots = int(rest * inp.mamba_full_memory_ratio / (1 + inp.mamba_full_memory_ratio) * GIB // per_req)
+        slots, spec_intermediate, rest = _unjoint_hybrid_slots(inp, s, per_req, rest)
     rest -= slots * per_req / GIB
     return slots, spec_intermediate, rest
+
+
+# model_executor/model_runner.py hybrid_gdn_config (0.5.4-0.5.6): the models whose slots are per DP rank
+_GDN_ARCHS_054 = frozenset({"Qwen3NextForCausalLM"})
+
+
+def _unjoint_hybrid_slots(inp: MemoryInputs, s: _Settings, per_req: int, rest: float) -> tuple[int, float, float]:
+    """(mamba slots, intermediate GiB, rest less the intermediate states) up to 0.5.13, by the form
+    of handle_max_mamba_cache the version has (Rules.hybrid_pool_rule). An explicit
+    --max-mamba-cache-size, or the request count, is per DP rank under DP attention."""
+    rule = inp.rules.hybrid_pool_rule if inp.rules.era == "0.5.9" else "0.5.9"
+    dp = inp.dp_size if inp.enable_dp_attention else 1
+    mmcs, mrr, spec = inp.max_mamba_cache_size, s.mrr_flag, 0.0
+    fixed = mmcs if mmcs is not None else mrr if mrr is not None else 512
+
+    def by_ratio(memory: float) -> int:  # mamba memory / full KV memory == --mamba-full-memory-ratio
+        return int(memory * inp.mamba_full_memory_ratio / (1 + inp.mamba_full_memory_ratio) * GIB // per_req)
+
+    if rule == "0.5.2":
+        # model_runner.py initialize: the radix cache is off, max_mamba_cache_size = mmcs, mrr or 512
+        return fixed // dp, 0.0, rest
+    if rule == "0.5.4":
+        # model_runner.py handle_max_mamba_cache: each slot holds 1 + speculative_num_draft_tokens states
+        d = s.draft_tokens or 0
+        slots = by_ratio(rest) // (1 + d) if s.radix else fixed
+        slots //= dp if inp.geometry.architecture in _GDN_ARCHS_054 else 1
+        spec = slots * per_req * d / GIB
+        return slots, spec, rest - spec
+    if s.algo is not None and mrr is not None and rule != "0.5.7":
+        # 0.5.8+ reserve the intermediate states of the speculative steps first
+        spec = per_req * (mrr // dp) * (s.draft_tokens or 1) / GIB
+        rest -= spec
+    if rule in ("0.5.7", "0.5.8") and (not s.radix or mmcs is not None):
+        return fixed // dp, spec, rest
+    if rule == "0.5.9" and mmcs is not None:
+        return mmcs // dp, spec, rest
+    if rule == "0.5.9" and not s.radix and mrr is not None:
+        return mrr // dp, spec, rest
+    if rule == "0.5.7" and s.algo is not None and mrr is not None:
+        # 0.5.7 reserves them only on the ratio branch, for the whole max_running_requests
+        spec = per_req * mrr * (s.draft_tokens or 1) / GIB
+        rest -= spec
+    return by_ratio(rest), spec, rest
 
 
 def _kv_pool_tokens(
