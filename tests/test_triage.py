@@ -372,10 +372,19 @@ def test_triage_imports_no_adapter_library():
 # words to a device's memory); scored once after, the held-out part reads 80 of 92 (0.87). Of the 18
 # collected after that (model repositories' threads: GLM, Qwen, InternVL, MiniCPM-V, DeepSeek; 15 tuned,
 # 3 held out), all 18 were classified right as first seen, with no change; the held-out part reads 83
-# of 95 (0.87).
+# of 95 (0.87). Of the 42 collected after that (RL frameworks, serving stacks and SGLang threads; one a
+# thread already held, so 30 tuned and 11 held out), both parts were scored before any change: the tuned
+# part 19 of 30, the new held-out logs 7 of 11 (the whole held-out part 90 of 106). Two tuned hard
+# negatives were dropped because their text does not show the outcome their label gives (lmdeploy 3292:
+# a WARNING that AutoConfig failed, then a fallback; vLLM PR 33545: "Error retrieving safetensors" at
+# ERROR level; each thread says the server went on): a reader of the text alone must call both failures.
+# The other nine tuned misses were fixed from the tuned logs alone (nvcc fatal and ninja's failed command,
+# Gloo's connectFullMesh, the container toolkit's NVML load, RunPod's worker exit, curly quotes and an en
+# dash for "--", a shell's segmentation fault, a kill reported before the error it caused); scored after,
+# the held-out part still reads 90 of 106 (0.85).
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.87  # measured 83 of 95 (0.874); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 90 of 106 (0.849); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

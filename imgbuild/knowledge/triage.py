@@ -457,6 +457,9 @@ CATALOG: tuple[Signature, ...] = (
             r"\bnccl\w+ failed: (?:unhandled cuda error|unhandled system error|internal error|invalid usage|remote process exited)",
             # the result code's name, as cupy's NcclError (vLLM's older pynccl) and NCCL's own headers spell it
             r"\bNCCL_ERROR_(?:UNHANDLED_CUDA|SYSTEM|INTERNAL|INVALID_ARGUMENT|INVALID_USAGE|REMOTE)_?\w*",
+            # torch.distributed's CPU group (gloo), set up beside NCCL's in the same init: the ranks
+            # cannot reach each other (ProcessGroupGloo.cpp)
+            r"Gloo connectFullMesh failed",
         ),
         "NCCL, which links the GPUs for tensor parallelism, failed.",
         (
@@ -550,6 +553,12 @@ CATALOG: tuple[Signature, ...] = (
             r"include file '[\w./-]+\.h' not found",
             r"PTXASError|ptxas fatal",
             r"^FAILED: (?:\[code=\d+\] )?\S+\.o\s*$",  # ninja's line for the object that failed
+            # nvcc refusing its input or its host compiler ("nvcc fatal   : Unsupported gpu architecture
+            # 'sm_100f'", "... : Failed to preprocess host compiler properties.")
+            r"\bnvcc fatal\s*: ",
+            # the command ninja prints under FAILED: at the start of a line (a successful verbose build
+            # prints it after its "[n/m] " counter); vLLM logs it at ERROR when flashinfer's JIT fails
+            r"^:?/\S+/bin/nvcc --?\w",
         ),
         "A kernel that is compiled at launch (flashinfer, triton, deep_gemm JIT) failed to build.",
         (
@@ -653,6 +662,8 @@ _NO_GPU = Signature(
         r"No accelerator \([^)]{0,200}\)(?: or platform plugin)? is available(?!\.? - Falling back)",
         r"No supported accelerator \([^)]{0,200}\) available",
         r"No CUDA GPUs are available",
+        # the NVIDIA container toolkit's prestart hook cannot load the host driver's NVML
+        r"nvidia-container-cli: initialization error",
         r"RuntimeError: No supported device detected",  # vLLM's config.py DeviceConfig (0.3-0.5)
         r"RuntimeError: Failed to infer device type",  # the same in vLLM 0.6-0.8 (config.py DeviceConfig)
         r"No CUDA devices found via torch\.cuda",  # utils/common.py
@@ -790,14 +801,16 @@ _CHILD_REPORT = re.compile(
     r"|xoscar\.errors\.ServerClosed: Remote server \S+ closed"
     # Ray (python/ray/exceptions.py ActorDiedError): an actor (an engine, a rollout worker) died
     r"|The actor died unexpectedly before finishing this task|The actor is dead because its worker process has died"
+    # RunPod's serverless host when the worker's process ended
+    r"|\bworker exited with exit code [1-9]\d*"
 )
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 # "[2026-05-01 10:00:00 TP0] " and "2025-07-02 16:41:31 | ERROR | stderr | " style prefixes
 _PREFIX = re.compile(
     # the lookahead bounds the bracket, so a long line without ']' is not scanned once per time in it
     r"^\s*(?:\[(?=[^\]]{0,200}\])[^\]]*\d{2}:\d{2}:\d{2}[^\]]*\]\s*"  # [2026-05-01 10:00:00 TP0]
-    r"|\d{4}-\d{2}-\d{2}[ T][\d:,.]+Z?\s*(?:\|[^|]*\|\s*)*"  # 2025-07-02 16:41:31 | ERROR | x |, docker --timestamps
     r"|\d{4}-\d{2}-\d{2} [\d:,.]+ - [\w.]+ - [A-Z]+ - "  # logging's default: "time - name - LEVEL - "
+    r"|\d{4}-\d{2}-\d{2}[ T][\d:,.]+Z?\s*(?:\|[^|]*\|\s*)*"  # 2025-07-02 16:41:31 | ERROR | x |, docker --timestamps
     r"|\(\w+ pid=\d+(?:, ip=[\w.-]+)?\)\s*"  # Ray workers: "(WorkerDict pid=616, ip=...)"
     r"|\[rank\d+\]:\s?"  # torch.distributed's per-rank prefix
     r"|[\w.-]+-\d+\s+\|\s"  # docker compose: "sglang-1  | "
@@ -809,6 +822,10 @@ _PREFIX = re.compile(
     r"|[\u2502\u2503]\s*"  # a terminal pane's frame (k9s, lazydocker): "│ ERROR ... │"
     r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [\w.]+:\d+\]\s*)"  # glog (Triton server): "E1115 02:58:51.162611 1 x.cc:634] "
 )
+# what a rich editor (an issue form, a chat) makes of ASCII: curly quotes, and "--" before a flag as
+# an en or em dash
+_TYPOGRAPHIC = re.compile(r"[\u2018\u2019\u201c\u201d]|[\u2013\u2014](?=[A-Za-z])")
+_TYPOGRAPHIC_ASCII = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "--", "\u2014": "--"}
 # Ray's de-duplication note at the end of a line; (?<!\s): a run of spaces is tried from its start only
 _RAY_REPEATED = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]\s*$")
 # colour codes, also as pasted without their ESC byte ("[36m(WorkerDict pid=1)[0m") or as ^[
@@ -825,6 +842,8 @@ _CPP_EXCEPTION = re.compile(r"^Exception raised from \w+ at ")
 # a server's own line that something failed with a Python exception ("Failed to initialize Python stub:
 # TypeError: ...", "failed to load 'm' version 1: Internal: TypeError: ..."): a failure without a traceback
 _FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?[Ff]ailed to [^:]{1,120}: (?:\w+: )?\w*(?:Error|Exception): ")
+# a process that crashed in native code: the shell's report, Python's faulthandler
+_CRASH = re.compile(r"\b[Ss]egmentation fault\b")
 _IMPORT_IGNORED = re.compile(r"Ignore import error when loading (sglang\.srt\.models\.\w+)")
 _READY = re.compile(r"The server is fired up and ready to roll!")
 
@@ -845,7 +864,7 @@ _CPU_HINTS = re.compile(
 _ALL_KEYS = [k for sig in CATALOG for rx in sig.patterns for k in rx.keys] + [
     k for rx in (_SIGQUIT, _TRACEBACK, _FRAME, _HIT_EXCEPTION, _CPP_EXCEPTION, _IMPORT_IGNORED, _READY,
                  _M_LOAD_BEGIN, _M_LOAD_END, _M_POOL, _M_CAPTURE_BEGIN, _M_CAPTURE_END, _CPU_HINTS, _CHILD_REPORT,
-                 _FAILED_WITH)
+                 _FAILED_WITH, _CRASH)
     for k in _keys_of(rx.pattern)] + ["error", "exception", "exit", "interrupt", "fail"]
 _HOT_KEYS = tuple(k for k in dict.fromkeys(_ALL_KEYS) if not any(o != k and o in k for o in _ALL_KEYS))
 
@@ -895,6 +914,8 @@ def strip_prefix(line: str) -> str:
     text = line.rstrip("\r\n")
     text = _ANSI.sub("", text) if "[" in text else text
     text = _RAY_REPEATED.sub("", text) if "[repeated " in text else text
+    if not text.isascii():
+        text = _TYPOGRAPHIC.sub(lambda m: _TYPOGRAPHIC_ASCII[m.group(0)[0]], text)
     if "\u2502" in text or "\u2503" in text:  # a terminal pane's frame, closed at the right too
         text = text.rstrip().rstrip("\u2502\u2503").rstrip()
     for _ in range(4):
@@ -1404,6 +1425,11 @@ def _diagnose_first_signature_line(log: _Log) -> Diagnosis | None:
     if hit is None:
         return None
     i, sig = hit
+    # a process killed before that line: what failed after it is its consequence (a step that then
+    # finds no checkpoint, a peer that lost its rank)
+    killed = next((k for k in log.hot_in(0, i, scan=True) if _KILLED.matches(log.msgs[k])), None)
+    if killed is not None:
+        return _diagnose_at(log, killed, _KILLED, (), via=None)
     return _refine_architecture(log, _diagnose_at(log, i, sig, _frames_above(log.tracebacks, i), via=None), i)
 
 
@@ -1413,7 +1439,7 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
     # a line that states a failure ("XError: message", unindented) counts without a traceback
     marker = next((i for i in log.scanned() if (m := msgs[i]) and (
         (" hit an exception" in m and _HIT_EXCEPTION.search(m)) or _TRACEBACK.search(m) or _EXCEPTION.match(m)
-        or _CPP_EXCEPTION.match(m) or _CHILD_REPORT.search(m) or _FAILED_WITH.match(m))), None)
+        or _CPP_EXCEPTION.match(m) or _CHILD_REPORT.search(m) or _FAILED_WITH.match(m) or _CRASH.search(m))), None)
     starts = [tb.start for tb in log.tracebacks]
     if starts and (marker is None or starts[0] < marker):
         marker = starts[0]
