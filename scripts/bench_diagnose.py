@@ -78,15 +78,17 @@ def run_diagnose(root: Path, log: Path) -> tuple[float, float, str]:
     env = dict(os.environ, PYTHONPATH=str(root))
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", RUN, "diagnose", "--json", str(log)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=root)
-    out = proc.stdout.read() if proc.stdout else b""
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=root)
+    out = proc.stdout.read() if proc.stdout else b""  # not communicate(): wait4 must reap it for ru_maxrss
+    err = proc.stderr.read() if proc.stderr else b""  # one line at most
     _, _, usage = os.wait4(proc.pid, 0)
     proc.returncode = 0  # reaped by wait4
     seconds = time.perf_counter() - t0
     try:
         klass = json.loads(out)["class"]
     except (ValueError, KeyError):
-        klass = "(no answer)"
+        # a refusal (exit 2) says why on one line: a log over diagnose's size limit, say
+        klass = "(no answer: " + (err.decode(errors="replace").strip().splitlines() or ["nothing on stderr"])[-1][:90] + ")"
     return seconds, usage.ru_maxrss / 1024, klass
 
 

@@ -534,3 +534,21 @@ def test_kimi_linear_keeps_no_radix_cache_until_0_5_14() -> None:
              for v in ("0.5.11", "0.5.14")}
     assert (radix["0.5.11"].radix_cache, radix["0.5.14"].radix_cache) == (False, True)
     assert any("not yet supported" in n for n in radix["0.5.11"].notes)
+
+
+def test_cpu_offload_moves_decoder_weights_off_the_gpu_up_to_the_budget() -> None:
+    """utils/offloader.py OffloaderV1: decoder-layer parameters go to host memory until the offloaded
+    bytes reach --cpu-offload-gb x 2**30 per GPU; embeddings and the LM head stay."""
+    g = load_geometry(QWEN36)
+
+    def plan(offload: float):
+        return plan_memory(MemoryInputs(rules_for("0.5.11"), g, tp_size=2, gpu_total_mib=49140,
+                                        free_before_load_gib=46.8, cpu_offload_gb=offload))
+
+    base, ten, all_ = plan(0), plan(10), plan(1000)
+    assert base.weights_gib - ten.weights_gib == pytest.approx(10)
+    assert ten.kv_tokens > base.kv_tokens
+    assert any("--cpu-offload-gb 10" in n for n in ten.notes)
+    # everything but the (untied) embedding and LM head shards and the vision tower can go
+    kept = 2 * (g.vocab_size / 2) * g.hidden_size * 2 / GIB + split_weights(g, tp=2).vision_per_gpu_params * 2 / GIB
+    assert all_.weights_gib == pytest.approx(kept, rel=0.02)

@@ -310,6 +310,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         mamba_ssm_dtype=v.get("mamba_ssm_dtype"),
         max_mamba_cache_size=v.get("max_mamba_cache_size"),
         mamba_full_memory_ratio=float(v.get("mamba_full_memory_ratio") or 0.9),
+        cpu_offload_gb=float(v.get("cpu_offload_gb") or 0),
         language_only=bool(v.get("language_only")),
         mm_enable_dp_encoder=bool(v.get("mm_enable_dp_encoder")),
         enable_torch_compile=bool(v.get("enable_torch_compile")),

@@ -554,6 +554,7 @@ class MemoryInputs:
     linear_attn_backend: str = "triton"
     quantization_flag: str | None = None  # --quantization as given (None: the checkpoint's own)
     enable_linear_replayssm: bool = False
+    cpu_offload_gb: float = 0.0  # --cpu-offload-gb: GiB of decoder-layer weights per GPU kept in host memory
 
 
 @dataclass(frozen=True)
@@ -1235,6 +1236,13 @@ def _weights(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tuple[float,
             f"--quantization fp8: the weights load in {g.dtype} and are converted to FP8 after loading; "
             "the load needs the unconverted size free"
         )
+    if inp.cpu_offload_gb > 0:
+        offloaded = _cpu_offloaded_gib(inp, split, weights_gib)
+        weights_gib -= offloaded
+        out.notes.append(
+            f"--cpu-offload-gb {inp.cpu_offload_gb:g}: {offloaded:.2f} GiB per GPU of the decoder layers' weights "
+            "stay in host memory, copied in on every forward pass (utils/offloader.py)"
+        )
     draft_weights_gib = 0.0
     draft_transient_gib = 0.0
     if algo is not None and algo != "NGRAM":
@@ -1251,6 +1259,18 @@ def _weights(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tuple[float,
         elif algo in ("EAGLE", "EAGLE3"):
             out.notes.append(f"{g.architecture} has no MTP layers in its config: {algo} needs --speculative-draft-model-path")
     return weights_gib, draft_weights_gib, draft_transient_gib
+
+
+def _cpu_offloaded_gib(inp: MemoryInputs, split: WeightSplit, weights_gib: float) -> float:
+    """--cpu-offload-gb: the decoder layers' parameters (make_layers wraps them), one after the other,
+    move to pinned host memory until the offloaded bytes reach the budget, per GPU
+    (utils/offloader.py OffloaderV1.maybe_offload_to_cpu, 0.5.x; 0.4.x utils.py maybe_offload_to_cpu
+    moves whole layers). Embeddings, the LM head and a vision tower stay on the GPU."""
+    g, tp = inp.geometry, inp.tp_size
+    heads = 1 if g.tie_word_embeddings else 2
+    kept = heads * vocab_per_gpu(g.vocab_size, tp) * g.hidden_size * g.dtype_bytes / GIB
+    kept += split.per_gpu_bytes(g, split.vision_per_gpu_params) / GIB
+    return min(inp.cpu_offload_gb, max(0.0, weights_gib - kept))
 
 
 def external_draft_weights_gib(d: ModelGeometry, algo: str | None, *, tp: int) -> tuple[float, float]:
