@@ -1266,9 +1266,9 @@ def _cpu_offloaded_gib(inp: MemoryInputs, split: WeightSplit, weights_gib: float
     move to pinned host memory until the offloaded bytes reach the budget, per GPU
     (utils/offloader.py OffloaderV1.maybe_offload_to_cpu, 0.5.x; 0.4.x utils.py maybe_offload_to_cpu
     moves whole layers). Embeddings, the LM head and a vision tower stay on the GPU."""
-    g, tp = inp.geometry, inp.tp_size
-    heads = 1 if g.tie_word_embeddings else 2
-    kept = heads * vocab_per_gpu(g.vocab_size, tp) * g.hidden_size * g.dtype_bytes / GIB
+    g = inp.geometry
+    embed_and_head = vocab_per_gpu(g.vocab_size, inp.tp_size) * g.hidden_size + split.lm_head_per_gpu_params
+    kept = embed_and_head * g.dtype_bytes / GIB
     kept += split.per_gpu_bytes(g, split.vision_per_gpu_params) / GIB
     return min(inp.cpu_offload_gb, max(0.0, weights_gib - kept))
 
@@ -1337,7 +1337,7 @@ def _mamba_ratio(rules: Rules, s: _Settings) -> int:
     init_memory_pool) adds 2 unless extra_buffer runs with speculation (1)."""
     if not s.radix:
         return 1
-    pool_rule = rules.hybrid_pool_rule if rules.era == "0.5.9" else None
+    pool_rule = rules.hybrid_pool_rule
     if pool_rule in ("0.5.2", "0.5.4"):
         return 3
     if pool_rule == "0.5.7":
@@ -1411,7 +1411,7 @@ def _unjoint_hybrid_slots(inp: MemoryInputs, s: _Settings, per_req: int, rest: f
     """(mamba slots, intermediate GiB, rest less the intermediate states) up to 0.5.13, by the form
     of handle_max_mamba_cache the version has (Rules.hybrid_pool_rule). An explicit
     --max-mamba-cache-size, or the request count, is per DP rank under DP attention."""
-    rule = inp.rules.hybrid_pool_rule if inp.rules.era == "0.5.9" else "0.5.9"
+    rule = inp.rules.hybrid_pool_rule
     dp = inp.dp_size if inp.enable_dp_attention else 1
     mmcs, mrr, spec = inp.max_mamba_cache_size, s.mrr_flag, 0.0
     fixed = mmcs if mmcs is not None else mrr if mrr is not None else 512

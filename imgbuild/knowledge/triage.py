@@ -1427,10 +1427,8 @@ def _diagnose_first_signature_line(log: _Log) -> Diagnosis | None:
     i, sig = hit
     # a process killed before that line: what failed after it is its consequence (a step that then
     # finds no checkpoint, a peer that lost its rank)
-    killed = next((k for k in log.hot_in(0, i, scan=True) if _KILLED.matches(log.msgs[k])), None)
-    if killed is not None:
-        return _diagnose_at(log, killed, _KILLED, (), via=None)
-    return _refine_architecture(log, _diagnose_at(log, i, sig, _frames_above(log.tracebacks, i), via=None), i)
+    return _killed_before(log, i) or _refine_architecture(
+        log, _diagnose_at(log, i, sig, _frames_above(log.tracebacks, i), via=None), i)
 
 
 def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
@@ -1464,10 +1462,14 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
     # entrypoints/engine.py: a scheduler that died before reporting ready is logged as 'Rank N
     # scheduler is dead' and 'Exit code: -9' when SIGKILLed; the launcher's traceback that follows
     # (an EOFError) is the consequence, not the cause
-    killed = next((k for k in log.hot_in(0, marker, scan=True) if _KILLED.matches(msgs[k])), None)
-    if killed is not None:
-        return _diagnose_at(log, killed, _KILLED, (), via=None)
-    return _infer_from_milestones(log, marker, via=None) or _diagnose_unexplained(log, marker)
+    return (_killed_before(log, marker) or _infer_from_milestones(log, marker, via=None)
+            or _diagnose_unexplained(log, marker))
+
+
+def _killed_before(log: _Log, index: int) -> Diagnosis | None:
+    """A SIGKILL reported before line ``index``: the failure that follows is its consequence."""
+    killed = next((k for k in log.hot_in(0, index, scan=True) if _KILLED.matches(log.msgs[k])), None)
+    return None if killed is None else _diagnose_at(log, killed, _KILLED, (), via=None)
 
 
 def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
