@@ -381,10 +381,21 @@ def test_triage_imports_no_adapter_library():
 # The other nine tuned misses were fixed from the tuned logs alone (nvcc fatal and ninja's failed command,
 # Gloo's connectFullMesh, the container toolkit's NVML load, RunPod's worker exit, curly quotes and an en
 # dash for "--", a shell's segmentation fault, a kill reported before the error it caused); scored after,
-# the held-out part still reads 90 of 106 (0.85).
+# the held-out part still reads 90 of 106 (0.85). Of the 49 collected after that (SGLang threads, RL
+# frameworks, serving stacks, deployment projects, two blogs; 41 tuned, 8 held out), both parts were
+# scored before any change: the tuned part 24 of 41, the new held-out logs 6 of 8 (the whole held-out
+# part 96 of 114). One tuned log was dropped (vLLM 586: Ray's "actor is dead ... potential root causes"
+# text, labelled killed by its thread, is the text of two tuned child-failed logs). The other tuned
+# misses were fixed from the tuned logs alone (cudaErrorCallRequiresNewerDriver, Error 802 without the
+# fabric manager, vLLM's UnspecifiedPlatform and empty device string, Windows' port-in-use, vLLM's
+# negative KV-cache profile, a positional argparse choice, TensorRT-LLM's invalid argument, vLLM's
+# bfloat16 on pre-Ampere, Xinference's module import, libcuda missing outside a CPU launch, torchrun's
+# signal record, Ollama's runner exit, a SIGKILL under a launcher's child report, a failed model load
+# without a traceback, the server's own requests refused by an HTTP proxy); scored after, the held-out
+# part reads 96 of 114 (0.84).
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 90 of 106 (0.849); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 96 of 114 (0.842); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -518,6 +529,11 @@ EXCERPT_LINES = [
     ("flash-attn-too-old-gpu", ["RuntimeError: FlashAttention only supports Ampere GPUs or newer."], "no-kernel-image"),
     ("vllm-failed-to-infer-device", ["RuntimeError: Failed to infer device type"], "no-gpu-visible"),
     ("hub-gated-repo", ["OSError: You are trying to access a gated repo."], "model-not-found"),
+    # the driver's library missing outside a CPU launch: the NVIDIA runtime did not mount it
+    ("importerror-libcuda-is-no-gpu",
+     ["ImportError: libcuda.so.1: cannot open shared object file: No such file or directory"], "no-gpu-visible"),
+    ("go-exec-sigkill", ["Error: llama runner process has terminated: signal: killed"], "killed"),
+    ("torchrun-signal-record", ["  traceback : Signal 11 (SIGSEGV) received by PID 3304209"], "child-failed"),
     ("optional-library-missing",
      ["ImportError: NVIDIA Model Optimizer (modelopt) library not found. Please install it to use ModelOpt quantization."],
      "import-failed"),
@@ -663,3 +679,24 @@ def test_a_class_read_from_the_errors_words_is_marked_inferred_with_that_class_a
     assert (d.failure_class, d.confidence) == ("nccl", "inferred")
     assert d.summary.startswith("Probably: ") and any("NCCL_P2P_DISABLE" in a for a in d.advice)
     assert diagnose_log(["RuntimeError: NCCL error: unhandled system error"]).confidence == "matched"
+
+
+def test_the_servers_own_requests_refused_by_a_proxy_name_no_proxy():
+    # sglang issue 9155 (tests/data/failure-logs/public/unknown.sglang-9155.txt): urllib3 logs the
+    # absolute URL of a proxied request; the proxy answered the server's own /get_model_info with 403
+    lines = ['[2025-08-13 11:01:03] http://172.16.37.200:3138 "GET http://0.0.0.0:25600/get_model_info HTTP/1.1" 403 3582']
+    d = diagnose_log(lines)
+    assert d.failure_class == "unknown" and "no_proxy" in d.advice[0] and d.line_number == 1
+    # the same request answered 200 by the proxy is no failure
+    assert diagnose_log([lines[0].replace(" 403 ", " 200 ")]).failure_class == "none"
+
+
+def test_a_sigkill_under_a_launchers_child_report_is_killed_and_a_libcuda_import_in_a_cpu_launch_is_not():
+    record = ["torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+              "Root Cause (first observed failure):", "  exitcode  : -9 (pid: 3309)"]
+    assert diagnose_log(record).failure_class == "killed"
+    assert diagnose_log(record[:2]).failure_class == "child-failed"
+    cpu = ["python -m sglang.launch_server --model-path m --device cpu",
+           "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory"]
+    assert diagnose_log(cpu).failure_class == "import-failed"
+    assert diagnose_log(cpu[1:]).failure_class == "no-gpu-visible"

@@ -304,6 +304,8 @@ CATALOG: tuple[Signature, ...] = (
             r"exceeds available Mamba cache blocks",
             # vllm/worker/worker.py raise_if_cache_size_invalid (the engine before v1)
             r"No available memory for the cache blocks",
+            # the profile that precedes it (worker.py determine_num_available_blocks, vllm issue 13882)
+            r"the rest of the memory reserved for KV Cache is -\d",
         ),
         "The memory left for the KV (or state) cache cannot hold what the engine was asked "
         "to serve: one request at the model's full length, or the configured number of sequences.",
@@ -385,6 +387,8 @@ CATALOG: tuple[Signature, ...] = (
             r"NVIDIA driver on your system is too old",
             r"CUDA driver version is insufficient for CUDA runtime version",
             r"cudaErrorInsufficientDriver",
+            # cudaErrorCallRequiresNewerDriver's text (TurboMind, lmdeploy issue 708)
+            r"API call is not supported in the installed CUDA driver",
             r"forward compatibility was attempted on non supported HW",
             # the NVIDIA container toolkit comparing the image's NVIDIA_REQUIRE_CUDA with the host driver
             r"unsatisfied condition: cuda>=[\d.]+, please update your driver",
@@ -478,6 +482,7 @@ CATALOG: tuple[Signature, ...] = (
             r"\[Errno 98\]",
             r"address already in use",
             r"EADDRINUSE",
+            r"Only one usage of each socket address \(protocol/network address/port\) is normally permitted",
             # utils/network.py wait_port_available: "{port_name} at {port} is not available in {timeout} seconds"
             r"port at \d+ is not available|\bat \d+ is not available in \d+ seconds",
             r"port \d+ is not available",
@@ -612,6 +617,13 @@ CATALOG: tuple[Signature, ...] = (
             r"Invalid IPv6 address inside brackets",
             r"Empty host in address",
             r"Invalid port number: ",
+            # argparse on a positional (a subcommand): "TRL CLI: error: argument command: invalid choice: 'x'"
+            r"error: argument [\w-]+: invalid choice: ",
+            # TensorRT-LLM's LLM args (llmapi/llm_args.py) on a key of --extra_llm_api_options it does not take
+            r"got invalid argument: \w+",
+            # vLLM's platforms (cuda.py check_if_supports_dtype): the checkpoint's bfloat16 on a pre-Ampere GPU,
+            # fixed by --dtype half (Qwen issue 913)
+            r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0",
         ),
         "This SGLang version refused the launch flags.",
         (
@@ -644,6 +656,8 @@ _IMPORT = Signature(
         # model_loader/loader.py, quantization/*: an optional package a flag needs is not installed
         r"library not found\. Please install it",
         r"\bImportError: ",
+        # Xinference's model loader (xinference/model/llm/...): the engine's package is not importable
+        r"Failed to import module '[\w.]+'",
         # the dynamic loader's own message for a missing library (libcuda is the no-GPU case below)
         r"\blib(?!cuda\.so|nvidia-ml\.so)[\w+-]+(?:\.[\w+-]+)*\.so(?:\.\d+)*: cannot open shared object file",
     ),
@@ -666,6 +680,10 @@ _NO_GPU = Signature(
         r"nvidia-container-cli: initialization error",
         r"RuntimeError: No supported device detected",  # vLLM's config.py DeviceConfig (0.3-0.5)
         r"RuntimeError: Failed to infer device type",  # the same in vLLM 0.6-0.8 (config.py DeviceConfig)
+        # vLLM's platforms/__init__.py found no platform plugin (no CUDA, ROCm ... library loads), then
+        # config/device.py builds torch.device("") (llm-d-deployer issue 273, keras-team/kinetic issue 269)
+        r"No platform detected, vLLM is running on UnspecifiedPlatform",
+        r"RuntimeError: Device string must not be empty",
         r"No CUDA devices found via torch\.cuda",  # utils/common.py
         r"NPU device is not available or visible",  # utils/common.py, torch_npu
         r"torch\.(?:xpu|mps) is not available",  # utils/common.py, --device xpu / mps
@@ -710,6 +728,8 @@ _KILLED = Signature(
         r"signaled to shutdown with signal 9\b",
         # Python's multiprocessing / concurrent.futures on a child ended by it
         r"died with <Signals\.SIGKILL: 9>",
+        # Go's os/exec ExitError for a child ended by SIGKILL (Ollama's runner, container runtimes)
+        r"\bsignal: killed\b",
     ),
     "The process was killed (SIGKILL); while loading, most often by the kernel's OOM killer "
     "when host RAM runs out.",
@@ -742,7 +762,20 @@ _RAY_KILLED = Signature(
     _KILLED.advice,
     source="ray/_raylet.pyx, Ray's memory monitor",
 )
-CATALOG = CATALOG + (_IMPORT, _NO_GPU, _KILLED, _RAY_KILLED)
+# CUDA's cudaErrorSystemNotReady (error 802): the GPUs are there (nvidia-smi lists them), but on an
+# NVSwitch system (HGX/DGX H100, H200, B200) CUDA cannot use them until the fabric manager has set
+# up the fabric (huggingface_hub issue 4134)
+_FABRIC_NOT_READY = Signature(
+    NO_GPU_VISIBLE,
+    _re(r"Error 802: system not yet initialized", r"cudaErrorSystemNotReady"),
+    "CUDA cannot use the GPUs yet: on an NVSwitch system the fabric manager has not finished setting up the fabric.",
+    (
+        "Start (or restart) nvidia-fabricmanager on the host, the same version as the driver, and wait "
+        "until `nvidia-smi -q` shows the fabric State: Completed; then launch again.",
+    ),
+    source="CUDA runtime (cudaErrorSystemNotReady)",
+)
+CATALOG = CATALOG + (_IMPORT, _FABRIC_NOT_READY, _NO_GPU, _KILLED, _RAY_KILLED)
 
 _OOM_ADVICE: dict[str | None, tuple[str, ...]] = {
     PHASE_LOAD: (
@@ -803,6 +836,24 @@ _CHILD_REPORT = re.compile(
     r"|The actor died unexpectedly before finishing this task|The actor is dead because its worker process has died"
     # RunPod's serverless host when the worker's process ended
     r"|\bworker exited with exit code [1-9]\d*"
+    # torchrun's error record of a rank ended by a signal (elastic/multiprocessing/errors), as the
+    # summary prints it below "Root Cause": "traceback : Signal 11 (SIGSEGV) received by PID 3304209"
+    r"|\btraceback\s*:\s*Signal \d+ \(SIG[A-Z]+\) received by PID"
+    # Ollama's server when its llama runner subprocess ended (llm/server.go)
+    r"|\bllama runner process has terminated: "
+)
+# a server's own line that loading the model failed, with no exception of its own (llama.cpp's
+# loaders, LocalAI): a failure without a traceback
+_FAILED_LOAD = re.compile(r"\b[Ff]ailed (?:to load|loading) (?:the )?model\b|\bLoading the model failed\b")
+# urllib3's debug line for a request sent through an HTTP proxy names the absolute URL: the server's
+# own address asked through a proxy (SGLang's warm-up and get_model_info, when http_proxy is set and
+# no_proxy does not list it), answered by the proxy with an error status
+_PROXIED_SELF = re.compile(
+    r'"(?:GET|POST) http://(?:0\.0\.0\.0|127\.0\.0\.1|localhost):\d{1,5}/\S{0,200} HTTP/1\.[01]" [45]\d\d\b')
+PROXY_ADVICE = (
+    "The server's own requests (its warm-up, /get_model_info) went through an HTTP proxy, which "
+    "refused them: set no_proxy=localhost,127.0.0.1,0.0.0.0 (and NO_PROXY) in the server's "
+    "environment, or unset http_proxy/https_proxy for it.",
 )
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 # "[2026-05-01 10:00:00 TP0] " and "2025-07-02 16:41:31 | ERROR | stderr | " style prefixes
@@ -864,7 +915,7 @@ _CPU_HINTS = re.compile(
 _ALL_KEYS = [k for sig in CATALOG for rx in sig.patterns for k in rx.keys] + [
     k for rx in (_SIGQUIT, _TRACEBACK, _FRAME, _HIT_EXCEPTION, _CPP_EXCEPTION, _IMPORT_IGNORED, _READY,
                  _M_LOAD_BEGIN, _M_LOAD_END, _M_POOL, _M_CAPTURE_BEGIN, _M_CAPTURE_END, _CPU_HINTS, _CHILD_REPORT,
-                 _FAILED_WITH, _CRASH)
+                 _FAILED_WITH, _CRASH, _FAILED_LOAD, _PROXIED_SELF)
     for k in _keys_of(rx.pattern)] + ["error", "exception", "exit", "interrupt", "fail"]
 _HOT_KEYS = tuple(k for k in dict.fromkeys(_ALL_KEYS) if not any(o != k and o in k for o in _ALL_KEYS))
 
@@ -1231,6 +1282,7 @@ CPU_ADVICE = (
     "build of sgl-kernel loads libcuda.so.1 and fails on a host without an NVIDIA driver. "
     "Starting the container with --gpus does not help a host without GPUs."
 )
+_NO_DRIVER_LIBRARY = re.compile(r"\blib(?:cuda|nvidia-ml)\.so(?:\.1)?: cannot open shared object file")
 _PACKAGE_PATH = re.compile(r"(?:site|dist)-packages/([A-Za-z_]\w*)(?:/|\.py)")
 # bounded: a name or version is short, and a long dotted or dashed run is not tried from each
 # of its words to its end
@@ -1276,6 +1328,11 @@ def _diagnose_import(
                      else _dist_name(mod) for mod in modules)
     raised_in = _dist_name(modules[-1]) if modules else None
     no_driver = any("libcuda.so" in m for m in block)
+    if _NO_DRIVER_LIBRARY.search(cause) and not _cpu_launch(log):
+        # the driver's own library is missing: the container or pod runs without the NVIDIA runtime
+        # (GPUStack's pods, gpustack issue 5122), as an OSError for it says; a CPU launch is the
+        # CUDA-only build's fault instead (below)
+        return _diagnose_at(log, index, _NO_GPU, frames, via=via)
     advice: tuple[str, ...]
     if no_driver and _cpu_launch(log):
         advice = (CPU_ADVICE,)
@@ -1437,7 +1494,8 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
     # a line that states a failure ("XError: message", unindented) counts without a traceback
     marker = next((i for i in log.scanned() if (m := msgs[i]) and (
         (" hit an exception" in m and _HIT_EXCEPTION.search(m)) or _TRACEBACK.search(m) or _EXCEPTION.match(m)
-        or _CPP_EXCEPTION.match(m) or _CHILD_REPORT.search(m) or _FAILED_WITH.match(m) or _CRASH.search(m))), None)
+        or _CPP_EXCEPTION.match(m) or _CHILD_REPORT.search(m) or _FAILED_WITH.match(m) or _CRASH.search(m)
+        or _FAILED_LOAD.search(m) or _PROXIED_SELF.search(m))), None)
     starts = [tb.start for tb in log.tracebacks]
     if starts and (marker is None or starts[0] < marker):
         marker = starts[0]
@@ -1477,6 +1535,21 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
     the error's own words name, else unknown with the root error as the cause."""
     lines, msgs = log.lines, log.msgs
     report = next((i for i in log.scanned() if _CHILD_REPORT.search(msgs[i])), None)
+    killed = next((k for k in log.scanned() if _KILLED.matches(msgs[k])), None)
+    if report is not None and killed is not None:
+        # the launcher's report that a child died and how it died: by SIGKILL (torchrun's
+        # "exitcode : -9" under its ChildFailedError, apple/ml-recurrent-drafter issue 5)
+        return _diagnose_at(log, killed, _KILLED, (), via=CHILD_FAILED)
+    if _PROXIED_SELF.search(msgs[marker]):
+        return Diagnosis(
+            failure_class=UNKNOWN,
+            cause=msgs[marker].strip(),
+            advice=PROXY_ADVICE,
+            evidence=(lines[marker],),
+            summary="The server's requests to itself went through an HTTP proxy, which refused them.",
+            line_number=marker + 1,
+            ready=log.ready,
+        )
     if report is not None:
         return Diagnosis(
             failure_class=CHILD_FAILED,
