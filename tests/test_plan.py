@@ -48,6 +48,19 @@ def test_plan_refuses_radix_cache_with_spec_on_0_5_11(matrix) -> None:
     assert costs == sorted(costs)
 
 
+def test_a_later_argument_check_loses_to_the_hybrid_radix_refusal_as_in_sglangs_post_init(matrix) -> None:
+    """0.5.10-0.5.13: __post_init__ runs _handle_model_specific_adjustments (whose _handle_mamba_radix_cache
+    refuses speculation with the radix cache) before _handle_eplb_and_dispatch; found by a held-back sample
+    of tests/oracle/differential.py against SGLang 0.5.11's own parser (--sample 1011 1000)."""
+    radix = "ValueError: Speculative decoding for Qwen3_5ForConditionalGeneration is not compatible with radix cache"
+    both = plan(matrix, "--tp", "2", "--speculative-algorithm", "NEXTN", "--enable-eplb")
+    assert both.verdict == "refused" and both.problems[0].startswith(radix)
+    # alone, or once the radix cache is off, the EPLB check is what SGLang raises (ep_size 1)
+    for flags in (("--enable-eplb",), ("--speculative-algorithm", "NEXTN", "--enable-eplb", "--disable-radix-cache")):
+        alone = plan(matrix, "--tp", "2", *flags)
+        assert alone.verdict == "refused" and alone.problems[0].startswith("AssertionError"), flags
+
+
 def test_seed_with_disable_radix_cache_runs_out_of_memory_on_0_5_11(matrix) -> None:
     """48 default running requests x 4 draft tokens of 73 MiB hybrid state eat the whole pool."""
     result = plan(matrix, *SEED_FLAGS, "--disable-radix-cache")
@@ -108,6 +121,14 @@ def test_a_hybrid_models_page_size_is_checked_by_its_mamba_strategy(matrix, sgla
     ("0.5.15", (), "AttributeError: 'ServerArgs' object has no attribute 'mamba_scheduler_strategy'"),
     ("0.5.23", ("--disable-radix-cache",), None),  # no radix cache: no extra buffer
     ("0.5.23", ("--disable-overlap-schedule",), None),  # auto resolves to no_buffer without overlap or paging
+    # then the same function's disaggregation check (found by a held-back sample of tests/oracle/differential.py
+    # against 0.5.23's parser): a decode server has no radix cache, so it is this check that refuses
+    ("0.5.23", ("--disaggregation-mode", "decode"),
+     "ValueError: --enable-linear-replayssm is not supported under PD disaggregation yet (follow-up). Got "
+     "--disaggregation-mode='decode'."),
+    ("0.5.15", ("--disable-radix-cache", "--disaggregation-mode", "prefill"),
+     "ValueError: --enable-linear-replayssm is not supported under PD disaggregation yet (follow-up). Got "
+     "--disaggregation-mode='prefill'."),
 ])
 def test_replayssm_is_refused_against_the_resolved_mamba_strategy(matrix, sglang, flags, refusal) -> None:
     result = plan(matrix, "--tp", "2", "--enable-linear-replayssm", *flags, sglang=sglang)

@@ -463,25 +463,36 @@ CHECKS: tuple[ArgCheck, ...] = (
 )
 
 
-def first_refusal(version: str, values: Values, architectures: tuple[str, ...] = ()) -> str | None:
-    """The error SGLang `version` raises after parsing these flag values, if one of the rules applies.
-    ``architectures`` (config.json's) feeds the per-architecture support lists; without it those rules stay silent."""
+def _first_check(version: str, values: Values, architectures: tuple[str, ...]) -> tuple[ArgCheck, Values] | None:
     seen = {**values, _ARCHS: tuple(architectures), _VERSION: version}
     for check in CHECKS:
         if check.in_release(version) and check.applies(seen):
-            return check.message(seen)
+            return check, seen
     return None
 
 
-def checked_after_model_adjustments(version: str, message: str) -> bool:
-    """Whether SGLang ``version`` raises ``message`` (one of first_refusal's) only after its model adjustments,
-    so that a refusal there (a hybrid model's radix cache with speculation, knowledge/memory.py
-    _mamba_radix_cache) is the one SGLang prints. server_args.py 0.5.12-0.5.13.post1: the speculative name is
-    read (spec_info.py SpeculativeAlgorithm.from_string) in _handle_speculative_decoding (0.5.13:
-    arg_groups/speculative_hook.py), which __post_init__ runs after _handle_model_specific_adjustments; from
-    0.5.14 on that radix-cache refusal is gone."""
-    return message.startswith("ValueError: Unknown speculative algorithm name:") \
-        and Version("0.5.12") <= Version(version) <= Version("0.5.13.post1")
+def first_refusal(version: str, values: Values, architectures: tuple[str, ...] = ()) -> str | None:
+    """The error SGLang `version` raises after parsing these flag values, if one of the rules applies.
+    ``architectures`` (config.json's) feeds the per-architecture support lists; without it those rules stay silent."""
+    found = _first_check(version, values, architectures)
+    return None if found is None else found[0].message(found[1])
+
+
+# The handlers ServerArgs.__post_init__ runs before _handle_model_specific_adjustments in 0.5.10-0.5.13.post1
+# (read in those wheels' server_args.py), and the parser itself; every other rule here comes after it.
+_BEFORE_MODEL_ADJUSTMENTS = frozenset({"prepare_server_args", "_handle_ssl_validation"})
+
+
+def checked_after_model_adjustments(version: str, values: Values, architectures: tuple[str, ...] = ()) -> bool:
+    """Whether first_refusal's error is raised only after SGLang's model adjustments, so that a refusal made
+    there (a hybrid model's radix cache with speculation, knowledge/memory.py, which exists in 0.5.10-0.5.13.post1:
+    _handle_model_specific_adjustments calls _handle_mamba_radix_cache) is the one SGLang prints. In those
+    releases __post_init__ runs only SSL validation (and the parser) before it; EPLB, DP, CP, speculative
+    decoding and the cache checks come after (the speculative name too: 0.5.12-0.5.13.post1 read it in
+    spec_info.py SpeculativeAlgorithm.from_string from _handle_speculative_decoding)."""
+    found = _first_check(version, values, architectures)
+    return found is not None and Version("0.5.10") <= Version(version) <= Version("0.5.13.post1") \
+        and found[0].handler not in _BEFORE_MODEL_ADJUSTMENTS
 
 
 def _page_size_zero(values: Values, version: str, hybrid: bool) -> str | None:

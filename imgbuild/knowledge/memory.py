@@ -33,7 +33,6 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from imgbuild.knowledge.argchecks import checked_after_model_adjustments
 from imgbuild.knowledge.modelinfo import (
     DTYPE_BYTES,
     MODELLED_VISION,
@@ -549,6 +548,9 @@ class MemoryInputs:
     enable_torch_compile: bool = False
     # the first post-parse check of knowledge/argchecks.py that refuses these flags (None: none)
     argument_error: str | None = None
+    # SGLang raises argument_error only after its model adjustments (knowledge/argchecks.py
+    # checked_after_model_adjustments): a refusal made there is printed instead
+    argument_error_late: bool = False
     cuda_graphs: CudaGraphFlags = CudaGraphFlags()  # read from 0.5.16 on
     disable_overlap_schedule: bool = False  # read from 0.5.16 on (the hybrid cache strategy)
     linear_attn_backend: str = "triton"
@@ -1081,17 +1083,23 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
     return radix, strategy, page_size
 
 
-def _replayssm_needs_no_buffer(inp: MemoryInputs, algo: str | None, out: _Outcome) -> None:
+def _replayssm_refusals(inp: MemoryInputs, algo: str | None, out: _Outcome) -> None:
     """--enable-linear-replayssm against the strategy SGLang resolves (server_args.py
     _handle_linear_attn_backend 0.5.15-0.5.18, arg_groups/attention_hook.py from 0.5.19):
-    mamba_extra_buffer_of(resolved_view(...)), a radix cache with extra_buffer(_lazy), is refused.
-    The message names the strategy; 0.5.15's names a field it no longer has
-    (mamba_scheduler_strategy, renamed mamba_radix_cache_strategy), so it raises AttributeError."""
+    mamba_extra_buffer_of(resolved_view(...)), a radix cache with extra_buffer(_lazy), is refused, then
+    any --disaggregation-mode but null. The first message names the strategy; 0.5.15's names a field
+    it no longer has (mamba_scheduler_strategy, renamed mamba_radix_cache_strategy), so it raises
+    AttributeError."""
     key = _vkey(inp.rules.version)
-    if not inp.enable_linear_replayssm or not inp.geometry.hybrid or key < _vkey("0.5.15"):
+    if not inp.enable_linear_replayssm or key < _vkey("0.5.15"):
         return
     radix, strategy, _ = _mamba_radix_cache(inp, algo, _Outcome())  # the resolution alone, its refusals later
-    if not radix or strategy not in ("extra_buffer", "extra_buffer_lazy"):
+    if not inp.geometry.hybrid or not radix or strategy not in ("extra_buffer", "extra_buffer_lazy"):
+        # the same function's next check (0.5.15-0.5.23): the disaggregated decode pool has no ReplaySSM ring
+        mode = inp.cuda_graphs.disaggregation_mode
+        if mode != "null":
+            out.refuse("ValueError: --enable-linear-replayssm is not supported under PD disaggregation yet "
+                       f"(follow-up). Got --disaggregation-mode={mode!r}.")
         return
     if key < _vkey("0.5.16"):
         out.refuse("AttributeError: 'ServerArgs' object has no attribute 'mamba_scheduler_strategy'")
@@ -1130,7 +1138,7 @@ def _model_runner_multimodal_factor(inp: MemoryInputs) -> float:
 def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     """Phase 1, free memory and mem-fraction-static: the defaults server_args.py fills in
     (_handle_gpu_memory_settings, _handle_speculative_decoding, _handle_mamba_radix_cache)."""
-    late = bool(inp.argument_error) and checked_after_model_adjustments(inp.rules.version, inp.argument_error or "")
+    late = bool(inp.argument_error) and inp.argument_error_late
     if inp.argument_error and not late:
         out.refuse(inp.argument_error)
     default_chunk, default_bs = graph_defaults(inp.gpu_total_mib, inp.tp_size)
@@ -1158,7 +1166,7 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     mfs *= _model_runner_multimodal_factor(inp)
     mrr_flag, draft_tokens = _speculative_defaults(inp, algo)
     context = _context_length(inp, out)
-    _replayssm_needs_no_buffer(inp, algo, out)
+    _replayssm_refusals(inp, algo, out)
     radix, strategy, page_size = _mamba_radix_cache(inp, algo, out)
     if late:
         out.refuse(inp.argument_error or "")

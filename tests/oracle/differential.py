@@ -4,7 +4,9 @@ Both sides get the same base command (the seed model, --tp 2, 2x RTX A6000) plus
 flags. Compared: the outcome (accept / refuse at argparse / refuse after it) and its message, and
 on accepted cases the defaults SGLang resolves that the memory plan depends on.
 
-Usage: .venv/bin/python tests/oracle/differential.py VENV_PYTHON VERSION [--json OUT]
+Usage: .venv/bin/python tests/oracle/differential.py VENV_PYTHON VERSION [--sample SEED COUNT] [--json OUT]
+(--sample: COUNT random sets of one to three flag values drawn with SEED instead of the test corpus,
+a held-back check: the test uses the fixed corpus only)
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus import flag_sets  # noqa: E402
+from corpus import flag_sets, sample_sets  # noqa: E402
 
 MODEL = "examples/qwen3.6-27b"
 GPU = "RTX A6000x2"
@@ -105,8 +107,8 @@ def compare(case: list[str], ours: dict, theirs: dict) -> str | None:
     return None
 
 
-def run(python: str, version: str) -> dict:
-    cases = flag_sets(version)
+def run(python: str, version: str, cases: list[list[str]] | None = None) -> dict:
+    cases = flag_sets(version) if cases is None else cases
     theirs = sglang_side(python, cases)
     ours = imgbuild_side(version, cases)
     rows = []
@@ -117,8 +119,13 @@ def run(python: str, version: str) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    """PYTHON VERSION [--sample SEED COUNT] [--json FILE]: the test's corpus, or a held-back sample."""
     python, version = argv[0], argv[1]
-    report = run(python, version)
+    cases = None
+    if "--sample" in argv:
+        i = argv.index("--sample")
+        cases = sample_sets(version, seed=int(argv[i + 1]), count=int(argv[i + 2]))
+    report = run(python, version, cases)
     for row in report["rows"]:
         if row["differs"]:
             print(f"DIFFERS {' '.join(row['flags'])}: {row['differs']}")
