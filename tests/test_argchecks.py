@@ -77,6 +77,11 @@ ARCH_CASES = [
      "ValueError: --language-model-only does not support ['DeepseekV4ForCausalLM']. "
      "Supported: ['MuseGlimmerForConditionalGeneration']."),
     ("language-model-only-0.5.22", "0.5.22", {"language_model_only": True}, ("DeepseekV4ForCausalLM",), None),
+    # handle_encoder_disaggregation runs the list check after elastic EP's (a held-back sample of
+    # tests/oracle/differential.py against 0.5.21's parser, seed 2026)
+    ("language-model-only-after-elastic-ep", "0.5.21", {"language_model_only": True, "ep_join_rank_offset": 4},
+     ("Qwen3_5ForConditionalGeneration",),
+     "AssertionError: --elastic-ep-join-rank-offset is only valid with --elastic-ep-join-mode scale."),
     ("dsa-split-on-deepseek-v32", "0.5.23", {"enable_dsa_cache_layer_split": True}, ("DeepseekV32ForCausalLM",), None),
     ("no-config-no-list-check", "0.5.23", {"enable_layernorm_sp": True}, (), None),
 ]

@@ -81,6 +81,8 @@ KNOWN_IN = {
     "0.5.17": {  # by hand only
         ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100/SM120 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
                                                 "not modelled",
+        ("--enable-page-major-kv-layout",): "0.5.15-0.5.18's _handle_page_major_kv_layout checks the attention backends "
+                                            "SGLang resolved for the model and GPU; not modelled",
     },
     "0.5.18": {  # by hand only (its as-of-release lock less cuda-tile, whose placeholder sdist fetches from pypi.nvidia.com)
         ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100/SM120 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "

@@ -14,7 +14,8 @@ read config.json's architectures, which plan passes in.
 Deliberately not here: checks that need the machine (--enable-http2 needs the granian package,
 --mamba-backend flashinfer needs flashinfer's mamba module, SSL files must exist, GPU generation
 checks), those that depend on what SGLang resolves for the model (--enable-mis: the attention
-backend; --enable-linear-replayssm: the mamba strategy), and prefill_complete's one message listing
+backend; --enable-linear-replayssm: the mamba strategy; --enable-page-major-kv-layout in 0.5.15-0.5.18:
+the attention backends resolved for the model and GPU), and prefill_complete's one message listing
 every unsupported feature of the setup.
 """
 
@@ -255,10 +256,6 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: _v(v, "model_config_parser", "auto") not in ("auto", *_MODEL_CONFIG_PARSERS),
              lambda v: f"ValueError: Unknown model-config parser {_v(v, 'model_config_parser')!r}. "
                        f"Registered: {sorted(_MODEL_CONFIG_PARSERS)}"),
-    ArgCheck("language-model-only-architectures", "arg_groups/model_hook.py handle_language_model_only", "0.5.18", "0.5.23",
-             lambda v: bool(_v(v, "language_model_only")) and _lmo_reaches_list(v) and _no_arch_inside(v, _LANGUAGE_MODEL_ONLY),
-             lambda v: f"ValueError: --language-model-only does not support {list(_archs(v))}. "
-                       f"Supported: {list(_arch_list(v, _LANGUAGE_MODEL_ONLY) or ())}."),
     ArgCheck("prefill-only-no-kv-needs-embedding", "arg_groups/kv_cache_hook.py validate_prefill_only_disable_kv_cache_args",
              "0.5.12", "0.5.23",
              lambda v: bool(_v(v, "prefill_only_disable_kv_cache")) and not _v(v, "is_embedding"),
@@ -412,6 +409,12 @@ CHECKS: tuple[ArgCheck, ...] = (
              and not (_v(v, "enable_megamoe_for_layernorm_sp") and _archs(v)[0] != "MuseSparkForConditionalGeneration"),
              lambda v: f"ValueError: --enable-layernorm-sp is only supported for {sorted(_arch_list(v, _LAYERNORM_SP) or ())}; "
                        f"got {_archs(v)[0]}."),
+    # handle_encoder_disaggregation (0.5.18 server_args.py _handle_encoder_disaggregation) calls it first,
+    # after elastic EP and speculative decoding (a held-back sample against 0.5.21's parser showed the order)
+    ArgCheck("language-model-only-architectures", "arg_groups/model_hook.py handle_language_model_only", "0.5.18", "0.5.23",
+             lambda v: bool(_v(v, "language_model_only")) and _lmo_reaches_list(v) and _no_arch_inside(v, _LANGUAGE_MODEL_ONLY),
+             lambda v: f"ValueError: --language-model-only does not support {list(_archs(v))}. "
+                       f"Supported: {list(_arch_list(v, _LANGUAGE_MODEL_ONLY) or ())}."),
     ArgCheck("prefix-mm-cache-encoder-only", "_handle_encoder_disaggregation", "0.5.7", "0.5.23",
              lambda v: bool(_v(v, "enable_prefix_mm_cache")) and not _v(v, "encoder_only"),
              lambda v: "ValueError: --enable-prefix-mm-cache requires --encoder-only to be enabled"),
