@@ -681,6 +681,18 @@ def test_a_class_read_from_the_errors_words_is_marked_inferred_with_that_class_a
     assert diagnose_log(["RuntimeError: NCCL error: unhandled system error"]).confidence == "matched"
 
 
+
+@pytest.mark.parametrize("line, klass", [
+    ("RuntimeError: Could not import the fused MoE kernels from vendor_ext", "import-failed"),
+    ("RuntimeError: Failed to compile the paged attention kernel for sm_90a", "jit-build-failed"),
+    ("ValueError: The KV cache is too small to hold a single request of 32768 tokens", "not-enough-memory"),
+])
+def test_words_of_an_unmatched_error_name_import_build_and_pool_failures(line, klass):
+    # wordings no signature holds: the class comes from the words, marked inferred
+    d = diagnose_log([line])
+    assert (d.failure_class, d.confidence) == (klass, "inferred")
+
+
 def test_the_servers_own_requests_refused_by_a_proxy_name_no_proxy():
     # sglang issue 9155 (tests/data/failure-logs/public/unknown.sglang-9155.txt): urllib3 logs the
     # absolute URL of a proxied request; the proxy answered the server's own /get_model_info with 403

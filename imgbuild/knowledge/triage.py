@@ -1659,6 +1659,12 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
     (NO_GPU_VISIBLE, re.compile(r"\bno (?:cuda |nvidia )?(?:gpus?|devices?)\b.{0,30}\b(?:found|available|detected|visible)\b",
                                 re.IGNORECASE)),
     (FLAGS_REFUSED, re.compile(r"\b(?:unrecognized|unknown|invalid) (?:argument|option|flag)s?\b", re.IGNORECASE)),
+    (IMPORT_FAILED, re.compile(r"\b(?:failed to import|cannot import|could not import|unable to import|"
+                               r"no module named)\b", re.IGNORECASE)),
+    (JIT_BUILD_FAILED, re.compile(r"\b(?:failed to (?:compile|build)|compil(?:e|ation) (?:failed|error)|"
+                                  r"build (?:failed|error))\b", re.IGNORECASE)),
+    (NOT_ENOUGH_MEMORY, re.compile(r"\b(?:kv[ _-]?cache|cache blocks?|memory pool)\b.{0,60}"
+                                   r"\b(?:not enough|insufficient|no available|too small)\b", re.IGNORECASE)),
 )
 
 
