@@ -428,3 +428,20 @@ def test_a_borderline_plan_exits_1_and_offers_a_change_that_leaves_a_safe_margin
     assert err.startswith("imgbuild: borderline: a margin of ") and "inside plan's own error" in err
     # each change offered as fitting was planned with a margin outside the band (suggest.py)
     assert all(s.verdict == "fits" for s in result.suggestions if s in safe)
+
+
+@pytest.mark.parametrize("sglang, flags, refused", [
+    # validate_mamba_extra_buffer (0.5.14 on): the extra buffer needs the triton linear-attention backend; found by
+    # a held-back sample of tests/oracle/differential.py against 0.5.14's parser (seed 77)
+    ("0.5.14", ("--mamba-radix-cache-strategy", "extra_buffer_lazy", "--linear-attn-backend", "flashinfer"), True),
+    ("0.5.23", ("--mamba-radix-cache-strategy", "extra_buffer", "--linear-attn-backend", "flashinfer"), True),
+    ("0.5.23", ("--mamba-radix-cache-strategy", "extra_buffer"), False),
+    # without a radix cache nothing is validated; auto resolves to no_buffer off triton
+    ("0.5.23", ("--mamba-radix-cache-strategy", "extra_buffer", "--linear-attn-backend", "flashinfer",
+                "--disable-radix-cache"), False),
+    ("0.5.23", ("--linear-attn-backend", "flashinfer", "--disable-overlap-schedule"), False),
+])
+def test_an_explicit_extra_buffer_needs_the_triton_linear_attention_backend(matrix, sglang, flags, refused) -> None:
+    result = plan(matrix, "--tp", "2", *flags, sglang=sglang)
+    message = "AssertionError: extra_buffer is not supported for Qwen3_5ForConditionalGeneration; use no_buffer."
+    assert (tuple(result.problems[:1]) == (message,)) == refused, result.problems

@@ -1069,6 +1069,12 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
                        "disable_overlap_schedule=True.")
         if radix and strategy == "no_buffer" and page_size != 1:
             page_size = 1
+        if radix and (strategy or "").startswith("extra_buffer") and inp.linear_attn_backend != "triton" \
+                and _vkey(rules.version) >= _vkey("0.5.14"):
+            # validate_mamba_extra_buffer's first assert (0.5.14 server_args.py _validate_mamba_extra_buffer,
+            # 0.5.23 arg_groups/mamba_hook.py): supports_mamba_cache_extra_buffer wants the triton linear-attention
+            # backend (its per-release architecture list is not modelled: the auto strategy assumes it too)
+            out.refuse(f"AssertionError: extra_buffer is not supported for {g.architecture}; use no_buffer.")
         if radix and (strategy or "").startswith("extra_buffer") and inp.page_size_flag is not None:
             # extra_buffer_lazy too (enable_mamba_extra_buffer / 0.5.23 mamba_extra_buffer_of)
             _extra_buffer_page_size(inp, out)

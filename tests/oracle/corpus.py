@@ -70,6 +70,7 @@ PAIRS = [
     # a check __post_init__ runs after the model adjustments (0.5.10-0.5.13) loses to their radix refusal
     ["--speculative-algorithm", "NEXTN", "--enable-eplb"],
     ["--enable-linear-replayssm", "--disaggregation-mode", "decode"],  # refused from 0.5.15 on
+    ["--mamba-radix-cache-strategy", "extra_buffer", "--linear-attn-backend", "flashinfer"],  # 0.5.14 on: triton only
 ]
 
 
