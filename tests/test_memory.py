@@ -377,7 +377,8 @@ def test_checkpoint_evidence_comes_from_the_index_only() -> None:
 
 
 def test_an_unmodelled_vision_tower_is_counted_from_the_index_not_guessed() -> None:
-    config = {**LLAMA_LIKE, "vision_config": {"model_type": "clip_vision_model", "hidden_size": 1024, "num_hidden_layers": 24}}
+    # Pixtral's tower under a Llava config (mistral-community/pixtral-12b): not one imgbuild builds from shapes
+    config = {**LLAMA_LIKE, "vision_config": {"model_type": "pixtral", "hidden_size": 1024, "num_hidden_layers": 24}}
     g = read_geometry(config)
     assert g.vision is not None and g.vision.kind == "opaque"
     assert describe_model(config, None, source="llava-like").parameter_breakdown["vision"] == 0

@@ -271,3 +271,15 @@ def test_flat_composite_config_keeps_its_top_level_text_fields() -> None:
     assert "text_config" not in filled
     assert filled["vision_config"]["patch_size"] == 14  # Qwen2_5_VLVisionConfig's default
     assert describe_model(config, None, source="qwen2.5-vl-3b").geometry.hidden_size == 2048
+
+
+def test_published_llava_config_takes_its_auto_config_sub_configs_defaults() -> None:
+    """llava-hf/llava-1.5-7b-hf's text_config names only model_type "llama" (LlavaConfig builds it
+    through CONFIG_MAPPING, an AutoConfig sub-config), so LlamaConfig's defaults give the 7B shape;
+    its vision_config is CLIPVisionConfig's, counted as SGLang builds the tower (models/clip.py)."""
+    info = inspect_model(str(PLAN_LOG_MODELS / "llava-1.5-7b-hf"))
+    g = info.geometry
+    assert (g.hidden_size, g.num_layers, g.num_attention_heads, g.num_kv_heads, g.vocab_size) == (4096, 32, 32, 32, 32_064)
+    assert (g.vision.kind, g.vision.depth, g.vision.num_position_embeddings) == ("clip", 24, 577)
+    # LLaMA-7B with the 32,064-token vocabulary, CLIP ViT-L/14-336 (303.5M) and the projector (21.0M): 7.06B
+    assert info.parameters == 7_063_427_072

@@ -51,7 +51,7 @@ HYBRID_GDN_ARCHITECTURES = frozenset({
     "Qwen3_5MoeForCausalLM",
 })  # fmt: skip
 LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
-MODELLED_VISION = frozenset({"qwen3-vl", "siglip", "mllama"})  # towers counted from their shapes
+MODELLED_VISION = frozenset({"qwen3-vl", "siglip", "mllama", "clip"})  # towers counted from their shapes
 
 
 class HubFetcher(Protocol):
@@ -64,7 +64,7 @@ class VisionGeometry:
     """A vision tower as SGLang builds it: Qwen3-VL's blocks ("qwen3-vl"), or only what
     adjust_mem_fraction_for_vlm reads ("opaque": its parameters come from the index)."""
 
-    kind: str  # "qwen3-vl" | "siglip" | "mllama" | "opaque"
+    kind: str  # "qwen3-vl" | "siglip" | "mllama" | "clip" | "opaque"
     depth: int = 0
     hidden_size: int = 0
     intermediate_size: int = 0
@@ -534,6 +534,12 @@ def with_transformers_defaults(config: dict[str, Any]) -> dict[str, Any]:
             continue
         sub = dict(sub) if isinstance(sub, dict) else {}
         filled[key] = _with_class_defaults(sub, str(sub.get("model_type") or sub_type))
+    for key in _NESTED_CONFIGS:
+        sub = config.get(key)
+        if key not in (entry.get("sub_configs") or {}) and isinstance(sub, dict) and sub.get("model_type"):
+            # an AutoConfig sub-config (LlavaConfig's text_config, vision_config): transformers builds it
+            # from CONFIG_MAPPING[its model_type] (models/llava/configuration_llava.py), so its class's defaults
+            filled[key] = _with_class_defaults(dict(sub), str(sub["model_type"]))
     return filled
 
 
@@ -684,7 +690,8 @@ def _mllama_vision(vision_cfg: dict[str, Any], *, text_hidden: int) -> VisionGeo
     )
 
 
-def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int) -> VisionGeometry | None:
+def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int, feature_layer: Any = None
+                     ) -> VisionGeometry | None:
     """The vision tower: Qwen3-VL's blocks when SGLang builds it from them (models/qwen3_vl.py),
     else only what adjust_mem_fraction_for_vlm reads (server_args.py)."""
     if not isinstance(vision_cfg, dict):
@@ -706,6 +713,14 @@ def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int) -> V
         )
     if model_type == "mllama" or str(vision_cfg.get("model_type", "")) == "mllama_vision_model":
         return _mllama_vision(vision_cfg, text_hidden=text_hidden)
+    if str(vision_cfg.get("model_type", "")) == "clip_vision_model" and model_type == "llava":
+        # LLaVA's CLIP tower (SGLang models/clip.py CLIPVisionModel, every layer built) and transformers'
+        # LlavaMultiModalProjector (two Linear layers; the first takes one hidden per feature layer);
+        # CLIPVisionConfig's defaults: patch 32, image 224
+        fields, side = _vit_fields(vision_cfg, text_hidden=text_hidden, patch_default=32, image_default=224)
+        layers = len(feature_layer) if isinstance(feature_layer, list) else 1
+        return VisionGeometry(kind="clip", **fields, num_position_embeddings=side * side + 1,
+                              vision_output_dim=fields["hidden_size"] * max(1, layers))
     if str(vision_cfg.get("model_type", "")) == "siglip_vision_model" and model_type == "gemma3":
         # Gemma 3's SigLIP tower and its projector (models/gemma3_mm.py, models/siglip.py)
         fields, side = _vit_fields(vision_cfg, text_hidden=text_hidden, patch_default=16, image_default=224)
@@ -785,7 +800,8 @@ def read_geometry(
     heads = read_int(text, "num_attention_heads", "n_head", default=0)
     intermediate = read_int(text, "intermediate_size", "ffn_hidden_size", default=4 * hidden) or 4 * hidden
     dtype_name = config_dtype(config, text)
-    vision = _vision_geometry(config.get("vision_config"), model_type=model_type, text_hidden=hidden)
+    vision = _vision_geometry(config.get("vision_config"), model_type=model_type, text_hidden=hidden,
+                              feature_layer=config.get("vision_feature_layer"))
     geometry = ModelGeometry(
         architecture=arch,
         model_type=model_type,
@@ -1059,6 +1075,20 @@ def _siglip_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
     return replicated + v.depth * block_sharded / tp, replicated + v.depth * block_sharded
 
 
+def _clip_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
+    """CLIP tower + LLaVA projector (SGLang models/clip.py, models/llava.py with transformers'
+    LlavaMultiModalProjector): q/k/v/out (with biases) and fc1/fc2 sharded as SigLIP's; the class,
+    patch (no bias) and position embeddings, pre- and post-LayerNorm, row-parallel biases and the
+    two-layer projector (vision_output_dim -> text hidden -> text hidden, with biases) replicated."""
+    d, inter, out = v.hidden_size, v.intermediate_size, v.out_hidden_size
+    embeddings = d + v.in_channels * v.patch_size**2 * d + v.num_position_embeddings * d
+    block_sharded = 4 * d * d + 3 * d + d * inter + inter + inter * d
+    block_replicated = 4 * d + d + d  # two LayerNorms (w, b), out-proj and fc2 biases
+    projector = v.vision_output_dim * out + out + out * out + out
+    replicated = embeddings + 4 * d + v.depth * block_replicated + projector
+    return replicated + v.depth * block_sharded / tp, replicated + v.depth * block_sharded
+
+
 def _mllama_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
     """Mllama's tower and projector (SGLang models/mllama.py MllamaVisionModel,
     MllamaForConditionalGeneration): the patch projection (ColumnParallelLinear, no bias), q/k/v
@@ -1087,6 +1117,8 @@ def vision_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
         return _siglip_params(v, tp)
     if v.kind == "mllama":
         return _mllama_params(v, tp)
+    if v.kind == "clip":
+        return _clip_params(v, tp)
     d, inter = v.hidden_size, v.intermediate_size
     patch = v.in_channels * v.temporal_patch_size * v.patch_size**2 * d + d
     pos = v.num_position_embeddings * d
