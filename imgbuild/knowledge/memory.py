@@ -1055,29 +1055,10 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
                     "using --mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please "
                     "use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1."
                 )
-        if radix and strategy == "no_buffer" and inp.page_size_flag not in (None, 1) \
-                and _vkey(rules.version) >= _vkey("0.5.14"):
-            # server_args.py _validate_mamba_no_buffer (0.5.23 arg_groups/mamba_hook.py validate_mamba_no_buffer);
-            # up to 0.5.13.post1 _handle_mamba_radix_cache warned and reset the page size to 1 instead
-            out.refuse("AssertionError: no_buffer only supports page_size=1.")
-        if radix and inp.mamba_strategy != "auto" and not inp.mamba_strategy.startswith("extra_buffer") \
-                and not inp.disable_overlap_schedule \
-                and _vkey(rules.version) >= _vkey("0.5.14"):
-            # the same validator's next assert: "auto" turns the overlap schedule off when it picks
-            # no_buffer, an explicit strategy other than extra_buffer (argparse takes any text) does not
-            out.refuse("AssertionError: no_buffer do not support overlap schedule. Try to set "
-                       "disable_overlap_schedule=True.")
+        if radix:
+            _validate_mamba_strategy(inp, strategy, out)
         if radix and strategy == "no_buffer" and page_size != 1:
             page_size = 1
-        if radix and (strategy or "").startswith("extra_buffer") and inp.linear_attn_backend != "triton" \
-                and _vkey(rules.version) >= _vkey("0.5.14"):
-            # validate_mamba_extra_buffer's first assert (0.5.14 server_args.py _validate_mamba_extra_buffer,
-            # 0.5.23 arg_groups/mamba_hook.py): supports_mamba_cache_extra_buffer wants the triton linear-attention
-            # backend (its per-release architecture list is not modelled: the auto strategy assumes it too)
-            out.refuse(f"AssertionError: extra_buffer is not supported for {g.architecture}; use no_buffer.")
-        if radix and (strategy or "").startswith("extra_buffer") and inp.page_size_flag is not None:
-            # extra_buffer_lazy too (enable_mamba_extra_buffer / 0.5.23 mamba_extra_buffer_of)
-            _extra_buffer_page_size(inp, out)
         if not radix and strategy == "extra_buffer" and rules.era == "0.5.10":
             # server_args.py _handle_mamba_radix_cache; 0.5.13 put a full stop after the flag
             stop = "." if _vkey(rules.version) >= _vkey("0.5.13") else ""
@@ -1087,6 +1068,33 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
                 "no_buffer instead."
             )
     return radix, strategy, page_size
+
+
+def _validate_mamba_strategy(inp: MemoryInputs, strategy: str | None, out: _Outcome) -> None:
+    """The resolved strategy's validators with a radix cache on (0.5.14+: server_args.py
+    _validate_mamba_no_buffer / _validate_mamba_extra_buffer, 0.5.23 arg_groups/mamba_hook.py), and
+    extra_buffer's page-size assertion in every release that has it."""
+    if strategy == "no_buffer" and inp.page_size_flag not in (None, 1) \
+            and _vkey(inp.rules.version) >= _vkey("0.5.14"):
+        # server_args.py _validate_mamba_no_buffer (0.5.23 arg_groups/mamba_hook.py validate_mamba_no_buffer);
+        # up to 0.5.13.post1 _handle_mamba_radix_cache warned and reset the page size to 1 instead
+        out.refuse("AssertionError: no_buffer only supports page_size=1.")
+    if inp.mamba_strategy != "auto" and not inp.mamba_strategy.startswith("extra_buffer") \
+            and not inp.disable_overlap_schedule \
+            and _vkey(inp.rules.version) >= _vkey("0.5.14"):
+        # the same validator's next assert: "auto" turns the overlap schedule off when it picks
+        # no_buffer, an explicit strategy other than extra_buffer (argparse takes any text) does not
+        out.refuse("AssertionError: no_buffer do not support overlap schedule. Try to set "
+                   "disable_overlap_schedule=True.")
+    if (strategy or "").startswith("extra_buffer") and inp.linear_attn_backend != "triton" \
+            and _vkey(inp.rules.version) >= _vkey("0.5.14"):
+        # validate_mamba_extra_buffer's first assert (0.5.14 server_args.py _validate_mamba_extra_buffer,
+        # 0.5.23 arg_groups/mamba_hook.py): supports_mamba_cache_extra_buffer wants the triton linear-attention
+        # backend (its per-release architecture list is not modelled: the auto strategy assumes it too)
+        out.refuse(f"AssertionError: extra_buffer is not supported for {inp.geometry.architecture}; use no_buffer.")
+    if (strategy or "").startswith("extra_buffer") and inp.page_size_flag is not None:
+        # extra_buffer_lazy too (enable_mamba_extra_buffer / 0.5.23 mamba_extra_buffer_of)
+        _extra_buffer_page_size(inp, out)
 
 
 def _replayssm_refusals(inp: MemoryInputs, algo: str | None, out: _Outcome) -> None:
