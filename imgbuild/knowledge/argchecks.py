@@ -418,6 +418,14 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("prefix-mm-cache-encoder-only", "_handle_encoder_disaggregation", "0.5.7", "0.5.23",
              lambda v: bool(_v(v, "enable_prefix_mm_cache")) and not _v(v, "encoder_only"),
              lambda v: "ValueError: --enable-prefix-mm-cache requires --encoder-only to be enabled"),
+    # the same function's next two checks (0.5.7 server_args.py _handle_encoder_disaggregation, 0.5.23
+    # arg_groups/pd_disaggregation_hook.py handle_encoder_disaggregation; found by a held-back sample against 0.5.17)
+    ArgCheck("encoder-only-and-language-only", "_handle_encoder_disaggregation", "0.5.7", "0.5.23",
+             lambda v: bool(_v(v, "encoder_only")) and bool(_v(v, "language_only")),
+             lambda v: "ValueError: Cannot set --encoder-only and --language-only together"),
+    ArgCheck("encoder-only-with-pd", "_handle_encoder_disaggregation", "0.5.7", "0.5.23",
+             lambda v: bool(_v(v, "encoder_only")) and _v(v, "disaggregation_mode", "null") != "null",
+             lambda v: "ValueError: Cannot set --encoder-only and --disaggregation-mode prefill/decode together"),
     ArgCheck("language-only-encoder-urls", "_handle_encoder_disaggregation", "0.5.7", "0.5.12.post1",
              lambda v: bool(_v(v, "language_only")) and not _v(v, "encoder_urls") and not _v(v, "encoder_only"),
              lambda v: "ValueError: requires at least one encoder urls to be set via --encoder-urls"),

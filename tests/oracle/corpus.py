@@ -71,6 +71,8 @@ PAIRS = [
     ["--speculative-algorithm", "NEXTN", "--enable-eplb"],
     ["--enable-linear-replayssm", "--disaggregation-mode", "decode"],  # refused from 0.5.15 on
     ["--mamba-radix-cache-strategy", "extra_buffer", "--linear-attn-backend", "flashinfer"],  # 0.5.14 on: triton only
+    ["--encoder-only", "--language-only"],
+    ["--encoder-only", "--disaggregation-mode", "prefill"],
 ]
 
 
