@@ -38,6 +38,9 @@ KNOWN = {
     ("--enable-mis",): "depends on the attention backend SGLang picks for the model and GPU; not modelled",
     ("--quantize-and-serve",): "checked by configs/model_config.py against the checkpoint's quantization; not modelled",
     ("--dllm-algorithm", "x"): "diffusion-LLM support is per architecture (dllm/config.py); not modelled",
+    ("--ssl-keyfile", "x", "--ssl-certfile", "x"): "both SSL files given: _handle_ssl_validation (0.5.10 on) checks that "
+                                                   "they exist, a property of the machine, not of the flags",
+    ("--ssl-certfile", "x", "--ssl-keyfile", "x"): "the same check, the files given the other way round",
     ("--remote-instance-weight-loader-start-seed-via-transfer-engine",):
         "needs the mooncake package installed (0.5.9): a property of the image, not of the flags",
 }

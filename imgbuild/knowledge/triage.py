@@ -464,6 +464,9 @@ CATALOG: tuple[Signature, ...] = (
             # torch.distributed's CPU group (gloo), set up beside NCCL's in the same init: the ranks
             # cannot reach each other (ProcessGroupGloo.cpp)
             r"Gloo connectFullMesh failed",
+            # the same group when a peer stops answering (gloo/transport/tcp/unbound_buffer.cc, pair.cc;
+            # sglang issue 5883, two nodes during CUDA-graph capture)
+            r"gloo/transport/tcp/\w+\.cc:\d+\] Timed out waiting \d+ms for (?:send|recv) operation",
         ),
         "NCCL, which links the GPUs for tensor parallelism, failed.",
         (
@@ -775,7 +778,20 @@ _FABRIC_NOT_READY = Signature(
     ),
     source="CUDA runtime (cudaErrorSystemNotReady)",
 )
-CATALOG = CATALOG + (_IMPORT, _FABRIC_NOT_READY, _NO_GPU, _KILLED, _RAY_KILLED)
+# The custom all-reduce kernel (vLLM's csrc/custom_all_reduce.cuh, which SGLang used through 0.2-0.3, and
+# sgl-kernel's own) needs CUDA peer access between the GPUs; on GPUs without it the launch dies
+# (sglang issue 552: two T4s). The fix is a flag, not NCCL's environment.
+_CUSTOM_ALLREDUCE_P2P = Signature(
+    NCCL,
+    _re(r"custom_all_reduce\.cuh:\d+ 'peer access is not supported between these two devices'"),
+    "The custom all-reduce kernel needs CUDA peer-to-peer access between the GPUs, which these GPUs lack.",
+    (
+        "Launch with --disable-custom-all-reduce: tensor parallelism then goes through NCCL.",
+        "Check `nvidia-smi topo -m`: GPUs on different PCIe roots or behind some virtualisation have no P2P.",
+    ),
+    source="custom_all_reduce.cuh",
+)
+CATALOG = CATALOG + (_IMPORT, _FABRIC_NOT_READY, _NO_GPU, _KILLED, _RAY_KILLED, _CUSTOM_ALLREDUCE_P2P)
 
 _OOM_ADVICE: dict[str | None, tuple[str, ...]] = {
     PHASE_LOAD: (
@@ -884,6 +900,8 @@ _RAY_REPEATED = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]\s*$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\^\[\[(?:\d{1,3};)*\d{1,3}m|\[(?:\d{1,3};)*\d{1,3}m")
 _EXCEPTION = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::\s.*|:?$)"
+    # an exception class named otherwise, in a module of errors (triton.runtime.errors.OutOfResources)
+    r"|^(?:[a-z_]\w*\.)+(?:errors|exceptions)\.[A-Z]\w*:\s"
 )
 _FRAME = re.compile(r"^\s*File \"")
 # \b: only a word's first letter starts a match, so a long run of letters is scanned once, not once per letter
@@ -1452,6 +1470,19 @@ def _diagnose_child_failure(log: _Log, sigquit: int) -> Diagnosis:
     inferred = _infer_from_milestones(log, sigquit, via=CHILD_FAILED)
     if inferred is not None:
         return inferred
+    # an excerpt without the traceback's header: the child's own exception line above it is the cause
+    exc = next((k for k in log.hot_in(0, sigquit, scan=True) if _EXCEPTION.match(msgs[k])), None)
+    if exc is not None:
+        return Diagnosis(
+            failure_class=CHILD_FAILED,
+            cause=_exception_text(msgs, exc),
+            advice=CHILD_FAILED_ADVICE,
+            evidence=(lines[exc], lines[sigquit]),
+            summary="A scheduler process raised an exception that no signature matches.",
+            via=CHILD_FAILED,
+            line_number=exc + 1,
+            ready=log.ready,
+        )
     return Diagnosis(
         failure_class=CHILD_FAILED,
         cause=msgs[sigquit].strip(),
