@@ -39,6 +39,15 @@ CASES = [
     ("encoder-only-with-pd-decode", "0.5.11", {"encoder_only": True, "disaggregation_mode": "decode"},
      "ValueError: Cannot set --encoder-only and --disaggregation-mode prefill/decode together"),
     ("encoder-only-alone", "0.5.11", {"encoder_only": True}, None),
+    # handle_hicache's external-linker checks (0.5.20 on; the radix one from 0.5.23)
+    ("linker-without-radix", "0.5.23", {"enable_unified_cache_external_linker": True, "disable_radix_cache": True},
+     "ValueError: --enable-unified-cache-external-linker requires the default UnifiedRadixCache with radix caching "
+     "enabled."),
+    ("linker-without-radix-0.5.21", "0.5.21", {"enable_unified_cache_external_linker": True, "disable_radix_cache": True},
+     None),
+    ("linker-with-hicache-storage", "0.5.21", {"enable_unified_cache_external_linker": True,
+                                               "hicache_storage_backend": "file"},
+     "ValueError: --enable-unified-cache-external-linker does not use --hicache-storage-backend."),
     ("decode-offload-on-prefill", "0.5.11", {"disaggregation_decode_enable_offload_kvcache": True,
                                             "disaggregation_mode": "prefill"},
      "ValueError: The argument disaggregation-decode-enable-offload-kvcache is only supported for decode side."),

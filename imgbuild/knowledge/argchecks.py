@@ -316,6 +316,19 @@ CHECKS: tuple[ArgCheck, ...] = (
                  not _v(v, "enable_unified_cache_external_linker")
                  or _v(v, "unified_cache_external_linker_backend", "mooncake") != "mooncake"),
              lambda v: "ValueError: --enable-linker-mla-dedup requires the Mooncake linker."),
+    # the same function's checks of the external linker itself (a held-back sample against 0.5.23's parser)
+    ArgCheck("linker-needs-radix", "arg_groups/hicache_hook.py handle_hicache", "0.5.23", "0.5.23",
+             lambda v: bool(_v(v, "enable_unified_cache_external_linker"))
+             and (bool(_v(v, "disable_radix_cache")) or _v(v, "radix_cache_backend") is not None),
+             lambda v: "ValueError: --enable-unified-cache-external-linker requires the default UnifiedRadixCache with "
+                       "radix caching enabled."),
+    ArgCheck("linker-not-with-hicache", "arg_groups/hicache_hook.py handle_hicache", "0.5.20", "0.5.23",
+             lambda v: bool(_v(v, "enable_unified_cache_external_linker")) and bool(_v(v, "enable_hierarchical_cache")),
+             lambda v: "ValueError: --enable-unified-cache-external-linker and --enable-hierarchical-cache are mutually "
+                       "exclusive."),
+    ArgCheck("linker-no-hicache-storage", "arg_groups/hicache_hook.py handle_hicache", "0.5.20", "0.5.23",
+             lambda v: bool(_v(v, "enable_unified_cache_external_linker")) and _v(v, "hicache_storage_backend") is not None,
+             lambda v: "ValueError: --enable-unified-cache-external-linker does not use --hicache-storage-backend."),
     ArgCheck("attn-dp-divides-tp", "arg_groups/parallel_hook.py handle_data_parallelism", "0.5.22", "0.5.23",
              lambda v: _int(v, "attn_dp_size") > 1 and _int(v, *_TP) % _int(v, "attn_dp_size") != 0,
              lambda v: "AssertionError: "),  # a bare `assert cfg.tp_size % cfg.attn_dp_size == 0`

@@ -73,6 +73,9 @@ PAIRS = [
     ["--mamba-radix-cache-strategy", "extra_buffer", "--linear-attn-backend", "flashinfer"],  # 0.5.14 on: triton only
     ["--encoder-only", "--language-only"],
     ["--encoder-only", "--disaggregation-mode", "prefill"],
+    ["--enable-unified-cache-external-linker", "--disable-radix-cache"],
+    ["--enable-unified-cache-external-linker", "--enable-hierarchical-cache"],
+    ["--enable-unified-cache-external-linker", "--hicache-storage-backend", "file"],
 ]
 
 
