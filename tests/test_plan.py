@@ -445,3 +445,15 @@ def test_an_explicit_extra_buffer_needs_the_triton_linear_attention_backend(matr
     result = plan(matrix, "--tp", "2", *flags, sglang=sglang)
     message = "AssertionError: extra_buffer is not supported for Qwen3_5ForConditionalGeneration; use no_buffer."
     assert (tuple(result.problems[:1]) == (message,)) == refused, result.problems
+
+
+def test_the_mamba_strategys_validators_run_before_later_argument_checks_in_0_5_14(matrix) -> None:
+    """0.5.14-0.5.18 validate the mamba strategy inside _handle_model_specific_adjustments, before
+    _handle_speculative_decoding reads the algorithm's name (a held-back sample against 0.5.14's parser)."""
+    result = plan(matrix, "--tp", "2", "--mamba-scheduler-strategy", "x", "--speculative-algorithm", "x",
+                  sglang="0.5.14")
+    assert result.problems[0] == ("AssertionError: no_buffer do not support overlap schedule. Try to set "
+                                  "disable_overlap_schedule=True.")
+    # without the strategy, the name's check is the refusal
+    alone = plan(matrix, "--tp", "2", "--speculative-algorithm", "x", sglang="0.5.14")
+    assert alone.problems[0] == "ValueError: Unknown speculative algorithm name: X"

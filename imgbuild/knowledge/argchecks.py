@@ -502,21 +502,28 @@ def first_refusal(version: str, values: Values, architectures: tuple[str, ...] =
     return None if found is None else found[0].message(found[1])
 
 
-# The handlers ServerArgs.__post_init__ runs before _handle_model_specific_adjustments in 0.5.10-0.5.13.post1
-# (read in those wheels' server_args.py), and the parser itself; every other rule here comes after it.
-_BEFORE_MODEL_ADJUSTMENTS = frozenset({"prepare_server_args", "_handle_ssl_validation"})
+# What ServerArgs.__post_init__ runs before _handle_model_specific_adjustments in 0.5.10-0.5.18 (read in
+# those wheels' server_args.py; a rule's handler is named for the newest release it covers, so by its
+# function's name), the parser itself, and the model-config parser the adjustments start by loading;
+# every other rule here comes after them.
+_BEFORE_MODEL_ADJUSTMENTS = frozenset({
+    "prepare_server_args", "handle_ssl_validation", "handle_asr_validation", "handle_deprecated_args",
+    "handle_pd_disaggregation", "validate_prefill_only_disable_kv_cache_args", "handle_decode_context_parallelism",
+    "handle_dwdp", "handle_multimodal", "handle_model_source_paths", "handle_cuda_graph_config",
+    "get_model_config_parser",
+})
 
 
 def checked_after_model_adjustments(version: str, values: Values, architectures: tuple[str, ...] = ()) -> bool:
     """Whether first_refusal's error is raised only after SGLang's model adjustments, so that a refusal made
-    there (a hybrid model's radix cache with speculation, knowledge/memory.py, which exists in 0.5.10-0.5.13.post1:
-    _handle_model_specific_adjustments calls _handle_mamba_radix_cache) is the one SGLang prints. In those
-    releases __post_init__ runs only SSL validation (and the parser) before it; EPLB, DP, CP, speculative
-    decoding and the cache checks come after (the speculative name too: 0.5.12-0.5.13.post1 read it in
-    spec_info.py SpeculativeAlgorithm.from_string from _handle_speculative_decoding)."""
+    there (knowledge/memory.py: a hybrid model's radix cache with speculation in 0.5.10-0.5.13.post1, the
+    mamba strategy's validators in 0.5.14-0.5.18, both from _handle_mamba_radix_cache, which
+    _handle_model_specific_adjustments calls) is the one SGLang prints. Found by samples against the
+    real parsers: NEXTN with --enable-eplb (0.5.11), an unknown --mamba-scheduler-strategy with an unknown
+    --speculative-algorithm (0.5.14). From 0.5.19 the adjustments run in arg_groups/pipeline.py."""
     found = _first_check(version, values, architectures)
-    return found is not None and Version("0.5.10") <= Version(version) <= Version("0.5.13.post1") \
-        and found[0].handler not in _BEFORE_MODEL_ADJUSTMENTS
+    return found is not None and Version("0.5.10") <= Version(version) < Version("0.5.19") \
+        and found[0].handler.split()[-1].lstrip("_") not in _BEFORE_MODEL_ADJUSTMENTS
 
 
 def _page_size_zero(values: Values, version: str, hybrid: bool) -> str | None:
