@@ -1300,7 +1300,6 @@ CPU_ADVICE = (
     "build of sgl-kernel loads libcuda.so.1 and fails on a host without an NVIDIA driver. "
     "Starting the container with --gpus does not help a host without GPUs."
 )
-_NO_DRIVER_LIBRARY = re.compile(r"\blib(?:cuda|nvidia-ml)\.so(?:\.1)?: cannot open shared object file")
 _PACKAGE_PATH = re.compile(r"(?:site|dist)-packages/([A-Za-z_]\w*)(?:/|\.py)")
 # bounded: a name or version is short, and a long dotted or dashed run is not tried from each
 # of its words to its end
@@ -1346,7 +1345,7 @@ def _diagnose_import(
                      else _dist_name(mod) for mod in modules)
     raised_in = _dist_name(modules[-1]) if modules else None
     no_driver = any("libcuda.so" in m for m in block)
-    if _NO_DRIVER_LIBRARY.search(cause) and not _cpu_launch(log):
+    if _NO_GPU.matches(cause) and not _cpu_launch(log):
         # the driver's own library is missing: the container or pod runs without the NVIDIA runtime
         # (GPUStack's pods, gpustack issue 5122), as an OSError for it says; a CPU launch is the
         # CUDA-only build's fault instead (below)
@@ -1440,6 +1439,20 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
                      summary="The log shows no failure." + (" The server became ready." if log.ready else ""))
 
 
+def _unmatched_child_exception(log: _Log, exc: int, sigquit: int) -> Diagnosis:
+    """The child's exception line (at ``exc``) matches no signature: child-failed, with that line as the cause."""
+    return Diagnosis(
+        failure_class=CHILD_FAILED,
+        cause=_exception_text(log.msgs, exc),
+        advice=CHILD_FAILED_ADVICE,
+        evidence=(log.lines[exc], log.lines[sigquit]),
+        summary="A scheduler process raised an exception that no signature matches.",
+        via=CHILD_FAILED,
+        line_number=exc + 1,
+        ready=log.ready,
+    )
+
+
 def _diagnose_child_failure(log: _Log, sigquit: int) -> Diagnosis:
     """A child died: the first traceback above the sigquit line holds the cause."""
     lines, msgs = log.lines, log.msgs
@@ -1452,16 +1465,7 @@ def _diagnose_child_failure(log: _Log, sigquit: int) -> Diagnosis:
         if sig is not None:
             d = _diagnose_at(log, tb.exception, sig, tb.frames, via=CHILD_FAILED, extra_evidence=extra)
             return _refine_architecture(log, d, tb.exception)
-        return Diagnosis(
-            failure_class=CHILD_FAILED,
-            cause=_exception_text(msgs, tb.exception),
-            advice=CHILD_FAILED_ADVICE,
-            evidence=(lines[tb.exception], lines[sigquit]),
-            summary="A scheduler process raised an exception that no signature matches.",
-            via=CHILD_FAILED,
-            line_number=tb.exception + 1,
-            ready=log.ready,
-        )
+        return _unmatched_child_exception(log, tb.exception, sigquit)
     # No complete traceback above it: a signature line above still explains it.
     hit = _first_signature(log, 0, sigquit)
     if hit is not None:
@@ -1473,16 +1477,7 @@ def _diagnose_child_failure(log: _Log, sigquit: int) -> Diagnosis:
     # an excerpt without the traceback's header: the child's own exception line above it is the cause
     exc = next((k for k in log.hot_in(0, sigquit, scan=True) if _EXCEPTION.match(msgs[k])), None)
     if exc is not None:
-        return Diagnosis(
-            failure_class=CHILD_FAILED,
-            cause=_exception_text(msgs, exc),
-            advice=CHILD_FAILED_ADVICE,
-            evidence=(lines[exc], lines[sigquit]),
-            summary="A scheduler process raised an exception that no signature matches.",
-            via=CHILD_FAILED,
-            line_number=exc + 1,
-            ready=log.ready,
-        )
+        return _unmatched_child_exception(log, exc, sigquit)
     return Diagnosis(
         failure_class=CHILD_FAILED,
         cause=msgs[sigquit].strip(),
