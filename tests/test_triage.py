@@ -138,7 +138,7 @@ SYNTHETIC = [
     (
         "child-failed-unmatched",
         STARTUP_0511[:2] + sched_traceback(["models/qwen3_5.py"], "KeyError: 'model.layers.0.mlp.gate.weight'"),
-        "child-failed", None, "child-failed",
+        "unknown", None, "child-failed",
     ),
     (
         "first-traceback-above-sigquit-wins",
@@ -397,10 +397,19 @@ def test_triage_imports_no_adapter_library():
 # shape (sglang 6888: a child's unmatched exception line, then the parent's sigquit). The misses were fixed
 # from them (the custom all-reduce's missing P2P with its own advice, Gloo's send/recv timeout, an
 # exception class in an errors module, the child's exception line as the cause when the excerpt has no
-# traceback header); the held-out part still reads 96 of 114.
+# traceback header); the held-out part still reads 96 of 114. Of the 32 collected after that (SGLang,
+# vLLM, TGI, TensorRT-LLM, KServe, GPUStack, LLaMA-Factory, AReaL, DeepSpeed threads; 25 tuned, 7 held
+# out), both parts were scored before any change: the tuned part 21 of 25, the new held-out logs 5 of 7.
+# One tuned log was dropped as vLLM 586 was (vLLM PR 1395: Ray's "worker died or was killed ...
+# potential root causes" text, labelled killed, is the text of two tuned child-failed logs). The class
+# of a child's unmatched exception became unknown (via child-failed), as the labels define child-failed:
+# a child died and the log holds no error of its own; the two tuned logs labelled child-failed for that
+# shape (sglang 6888, 8513) were relabelled unknown. The other misses were fixed from the tuned logs
+# alone (a Markdown-quoted log, torch's allocator under a memory fraction, vLLM's _C import warning,
+# Ray's worker-died text as a child report); scored after, the held-out part reads 101 of 121.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 96 of 114 (0.842); the target is 0.95
+HELDOUT_FLOOR = 0.83  # measured 101 of 121 (0.835); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -467,8 +476,13 @@ def _crlf(lines):
     return "\r\n".join(lines).splitlines(keepends=True)
 
 
+def _markdown_quote(lines):
+    # a reply quoting the log, GitHub's way: "> " before each line, blank quoted lines between
+    return [q for ln in lines for q in ("> " + ln, "> ")]
+
+
 SHAPES = {"ansi": _ansi, "kubectl": _kubectl, "compose": _compose, "ray": _ray,
-          "ranks-interleaved": _ranks_interleaved, "crlf": _crlf}
+          "ranks-interleaved": _ranks_interleaved, "crlf": _crlf, "markdown-quote": _markdown_quote}
 RESHAPED = ["nccl.sglang-4289.txt", "cuda-graph-oom.sglang-5285.txt", "jit-ninja.transformerlab-api-381.txt",
             "flags-refused.sglang-12818.txt"]
 

@@ -12,7 +12,9 @@ How a diagnosis is made:
    traceback above it (``managers/scheduler.py`` logs "Scheduler hit an exception:
    <traceback>" and then signals the parent). Its exception line is classified;
    ``via`` is "child-failed". If that exception matches no signature the class is
-   "child-failed" itself and ``cause`` is the exception line.
+   "unknown" (the root error is in the log, in no known class) and ``cause`` is the
+   exception line; "child-failed" is the class only when the log holds no error of the
+   child's own (its traceback cut off or not captured).
 2. Otherwise the first traceback whose exception matches a signature, else the
    first line anywhere that matches one.
 3. A log with a failure marker (a traceback, an exception line, the sigquit line)
@@ -349,6 +351,8 @@ CATALOG: tuple[Signature, ...] = (
             # the body of torch's message (c10/cuda/CUDACachingAllocator.cpp), pasted without its first words
             r"GPU \d+ has a total capacity of [\d.]+ [GM]iB of which [\d.]+ [KMG]iB is free",
             r"RayTaskError\(OutOfMemoryError\)",  # a Ray task (an RL rollout) that hit it
+            # the same allocator under torch.cuda.set_per_process_memory_fraction (TGI sets one)
+            r"Allocation on device \d+ would exceed allowed memory\. \(out of memory\)",
         ),
         "A CUDA allocation failed: the GPU ran out of memory.",
         (),  # advice depends on the phase, see _OOM_ADVICE
@@ -661,6 +665,9 @@ _IMPORT = Signature(
         r"\bImportError: ",
         # Xinference's model loader (xinference/model/llm/...): the engine's package is not importable
         r"Failed to import module '[\w.]+'",
+        # vLLM's _custom_ops.py when its compiled extension is missing or broken (a warning, then the
+        # first call into it fails)
+        r"Failed to import from [\w.]+\._C with (?:ModuleNotFoundError|ImportError)\(",
         # the dynamic loader's own message for a missing library (libcuda is the no-GPU case below)
         r"\blib(?!cuda\.so|nvidia-ml\.so)[\w+-]+(?:\.[\w+-]+)*\.so(?:\.\d+)*: cannot open shared object file",
     ),
@@ -850,6 +857,8 @@ _CHILD_REPORT = re.compile(
     r"|xoscar\.errors\.ServerClosed: Remote server \S+ closed"
     # Ray (python/ray/exceptions.py ActorDiedError): an actor (an engine, a rollout worker) died
     r"|The actor died unexpectedly before finishing this task|The actor is dead because its worker process has died"
+    # Ray's worker.py for a task's worker that died (its text lists OOM kill, ray stop, a crash as causes)
+    r"|A worker died or was killed while executing a task by an unexpected system error"
     # RunPod's serverless host when the worker's process ended
     r"|\bworker exited with exit code [1-9]\d*"
     # torchrun's error record of a rank ended by a signal (elastic/multiprocessing/errors), as the
@@ -887,6 +896,7 @@ _PREFIX = re.compile(
     r"|[A-Z]+ \d{4}-\d{2}-\d{2}T[\d:.]+Z\s+"  # cloud log viewers: "ERROR 2025-04-07T19:13:52.318Z "
     r"|\w{3} \w{3} +\d+ [\d:]+ \d{4}\[\d+,\d+\]<std(?:out|err)>:"  # mpirun --tag-output
     r"|[\u2502\u2503]\s*"  # a terminal pane's frame (k9s, lazydocker): "│ ERROR ... │"
+    r"|>(?: ?>)* ?"  # a Markdown quote, as a reply quotes a log ("> [time] KeyError: ...", "> > ...")
     r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [\w.]+:\d+\]\s*)"  # glog (Triton server): "E1115 02:58:51.162611 1 x.cc:634] "
 )
 # what a rich editor (an issue form, a chat) makes of ASCII: curly quotes, and "--" before a flag as
@@ -1440,9 +1450,10 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
 
 
 def _unmatched_child_exception(log: _Log, exc: int, sigquit: int) -> Diagnosis:
-    """The child's exception line (at ``exc``) matches no signature: child-failed, with that line as the cause."""
+    """The child's exception line (at ``exc``) matches no signature: unknown, reached via child-failed,
+    with that line as the cause."""
     return Diagnosis(
-        failure_class=CHILD_FAILED,
+        failure_class=UNKNOWN,
         cause=_exception_text(log.msgs, exc),
         advice=CHILD_FAILED_ADVICE,
         evidence=(log.lines[exc], log.lines[sigquit]),
