@@ -48,6 +48,14 @@ CASES = [
     ("linker-with-hicache-storage", "0.5.21", {"enable_unified_cache_external_linker": True,
                                                "hicache_storage_backend": "file"},
      "ValueError: --enable-unified-cache-external-linker does not use --hicache-storage-backend."),
+    # the two legacy prefill-CP flags together (0.5.13-0.5.18; found by a held-back sample against 0.5.14's parser)
+    ("legacy-prefill-cp-pair", "0.5.14", {"enable_prefill_context_parallel": True,
+                                          "enable_dsa_prefill_context_parallel": True},
+     "ValueError: --enable-prefill-context-parallel and --enable-nsa-prefill-context-parallel are mutually exclusive. "
+     "Use --enable-nsa-prefill-context-parallel for DeepSeek V3.2 (NSA) models and --enable-prefill-context-parallel "
+     "for MLA-based models (DeepSeek V3/R1, Kimi K2.5) or MHA/GQA-based models."),
+    ("legacy-prefill-cp-pair-0.5.19", "0.5.19", {"enable_prefill_context_parallel": True,
+                                                 "enable_dsa_prefill_context_parallel": True}, None),
     ("decode-offload-on-prefill", "0.5.11", {"disaggregation_decode_enable_offload_kvcache": True,
                                             "disaggregation_mode": "prefill"},
      "ValueError: The argument disaggregation-decode-enable-offload-kvcache is only supported for decode side."),

@@ -341,6 +341,14 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("prefill-cp-needs-strategy", "arg_groups/parallel_hook.py handle_context_parallelism", "0.5.14", "0.5.23",
              lambda v: bool(_v(v, "enable_prefill_cp")) and _v(v, "cp_strategy") is None,
              lambda v: "ValueError: --cp-strategy must be set when --enable-prefill-cp is enabled."),
+    # both legacy prefill-CP flags (--enable-dsa- / --enable-nsa-prefill-context-parallel share a dest);
+    # 0.5.14-0.5.18's legacy conversion returns early on the pair, so this check still sees both
+    ArgCheck("prefill-cp-legacy-flags-exclusive", "_handle_context_parallelism", "0.5.13", "0.5.18",
+             lambda v: bool(_v(v, "enable_prefill_context_parallel")) and bool(_v(v, "enable_dsa_prefill_context_parallel")),
+             lambda v: "ValueError: --enable-prefill-context-parallel and --enable-nsa-prefill-context-parallel are mutually "
+                       "exclusive. Use --enable-nsa-prefill-context-parallel for DeepSeek V3.2 (NSA) models and "
+                       "--enable-prefill-context-parallel for MLA-based models (DeepSeek V3/R1, Kimi K2.5) or "
+                       "MHA/GQA-based models."),
     ArgCheck("attn-cp-divides-tp", "_handle_context_parallelism", "0.5.9", "0.5.23",
              lambda v: _int(v, *_ATTN_CP) > 1 and _int(v, *_TP) % _int(v, *_ATTN_CP) != 0,
              lambda v: "AssertionError: tp_size must be divisible by attn_cp_size"),
