@@ -16,7 +16,7 @@ from typing import Any
 from packaging.version import Version
 
 from imgbuild.errors import UsageError
-from imgbuild.knowledge.argchecks import checked_after_model_adjustments, first_refusal, first_start_failure
+from imgbuild.knowledge.argchecks import first_start_failure, refusal
 from imgbuild.knowledge.launchflags import LaunchCommand, LaunchConfig, parse_flags, split_command
 from imgbuild.knowledge.memory import (
     MemoryInputs,
@@ -276,7 +276,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
     if v.get("enforce_piecewise_cuda_graph"):
         piecewise = True  # _handle_piecewise_cuda_graph skips every auto-disable (0.5.10-0.5.13)
     draft_path = v.get("speculative_draft_model_path")
-    archs = (g.architecture,) if g.architecture else ()
+    refused = refusal(rules.version, v, (g.architecture,) if g.architecture else ())
     return MemoryInputs(
         rules=rules,
         geometry=g,
@@ -315,8 +315,8 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         language_only=bool(v.get("language_only")),
         mm_enable_dp_encoder=bool(v.get("mm_enable_dp_encoder")),
         enable_torch_compile=bool(v.get("enable_torch_compile")),
-        argument_error=first_refusal(rules.version, v, archs),
-        argument_error_late=checked_after_model_adjustments(rules.version, v, archs),
+        argument_error=refused.message if refused else None,
+        argument_error_late=bool(refused and refused.after_model_adjustments),
         cuda_graphs=cuda_graph_flags(v),
         disable_overlap_schedule=bool(v.get("disable_overlap_schedule")),
         linear_attn_backend=str(v.get("linear_attn_backend") or "triton"),

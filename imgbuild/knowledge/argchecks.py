@@ -522,16 +522,29 @@ _BEFORE_MODEL_ADJUSTMENTS = frozenset({
 })
 
 
-def checked_after_model_adjustments(version: str, values: Values, architectures: tuple[str, ...] = ()) -> bool:
-    """Whether first_refusal's error is raised only after SGLang's model adjustments, so that a refusal made
-    there (knowledge/memory.py: a hybrid model's radix cache with speculation in 0.5.10-0.5.13.post1, the
-    mamba strategy's validators in 0.5.14-0.5.18, both from _handle_mamba_radix_cache, which
-    _handle_model_specific_adjustments calls) is the one SGLang prints. Found by samples against the
-    real parsers: NEXTN with --enable-eplb (0.5.11), an unknown --mamba-scheduler-strategy with an unknown
-    --speculative-algorithm (0.5.14). From 0.5.19 the adjustments run in arg_groups/pipeline.py."""
+@dataclass(frozen=True)
+class Refusal:
+    """The error SGLang raises after parsing, and whether it is raised only after SGLang's model
+    adjustments, so that a refusal made there (knowledge/memory.py: a hybrid model's radix cache with
+    speculation in 0.5.10-0.5.13.post1, the mamba strategy's validators in 0.5.14-0.5.18, both from
+    _handle_mamba_radix_cache, which _handle_model_specific_adjustments calls) is the one SGLang prints.
+    Found by samples against the real parsers: NEXTN with --enable-eplb (0.5.11), an unknown
+    --mamba-scheduler-strategy with an unknown --speculative-algorithm (0.5.14). From 0.5.19 the
+    adjustments run in arg_groups/pipeline.py."""
+
+    message: str
+    after_model_adjustments: bool
+
+
+def refusal(version: str, values: Values, architectures: tuple[str, ...] = ()) -> Refusal | None:
+    """first_refusal's error with where SGLang raises it (Refusal), from one pass over the rules."""
     found = _first_check(version, values, architectures)
-    return found is not None and Version("0.5.10") <= Version(version) < Version("0.5.19") \
-        and found[0].handler.split()[-1].lstrip("_") not in _BEFORE_MODEL_ADJUSTMENTS
+    if found is None:
+        return None
+    check, seen = found
+    late = Version("0.5.10") <= Version(version) < Version("0.5.19") \
+        and check.handler.split()[-1].lstrip("_") not in _BEFORE_MODEL_ADJUSTMENTS
+    return Refusal(check.message(seen), late)
 
 
 def _page_size_zero(values: Values, version: str, hybrid: bool) -> str | None:
