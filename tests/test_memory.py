@@ -459,6 +459,40 @@ def test_releases_before_0_5_3_use_their_own_default_mem_fraction(
     assert plan.mem_fraction_static == pytest.approx(mfs, abs=1e-9)
 
 
+# (chunked_prefill_size, largest CUDA-graph batch) of releases before 0.5.4, each worked from that wheel's
+# server_args.py and model_executor/cuda_graph_runner.py (get_batch_sizes_to_capture); the logged ones are
+# held against the real start-up logs in tests/test_plan_logs.py.
+GRAPH_DEFAULT_CASES = [
+    ("0.4.0-4090-tp4-8", "0.4.0", 4, 24564, None, "null", 1, (2048, 8)),
+    ("0.4.1-4090-tp4-80", "0.4.1", 4, 24564, None, "null", 1, (2048, 80)),
+    ("0.4.3-a6000-8192-160", "0.4.3", 2, 49140, None, "null", 1, (8192, 160)),
+    ("0.4.5.post3-h200-256", "0.4.5.post3", 1, 143771, None, "null", 1, (8192, 256)),
+    ("0.4.6-h200-dp2-160", "0.4.6", 2, 143771, None, "null", 2, (8192, 160)),
+    ("0.4.6.post2-h100-pd-16384", "0.4.6.post2", 1, 81559, None, "prefill", 1, (16384, 160)),
+    ("0.4.7-h100-spec-152", "0.4.7", 1, 81559, "EAGLE", "null", 1, (8192, 152)),
+    ("0.4.7-b200-16384-256", "0.4.7", 8, 183359, None, "null", 1, (16384, 256)),
+    ("0.4.8-5090-8", "0.4.8", 2, 32607, None, "null", 1, (2048, 8)),
+    ("0.4.9-h200-256", "0.4.9", 1, 143771, None, "null", 1, (8192, 256)),
+    ("0.5.2-b200-512", "0.5.2", 8, 183359, None, "null", 1, (16384, 512)),
+    ("0.5.3-4090-16", "0.5.3", 1, 24564, None, "null", 1, (2048, 16)),
+    ("0.5.4-4090-24", "0.5.4", 1, 24564, None, "null", 1, (2048, 24)),
+]
+
+
+@pytest.mark.parametrize(("version", "tp", "gpu_mib", "spec", "pd", "dp", "expected"), [c[1:] for c in GRAPH_DEFAULT_CASES],
+                         ids=[c[0] for c in GRAPH_DEFAULT_CASES])
+def test_each_release_fills_in_its_own_chunk_and_graph_batch(
+    version: str, tp: int, gpu_mib: int, spec: str | None, pd: str, dp: int, expected: tuple[int, int]
+) -> None:
+    from imgbuild.knowledge.memory import CudaGraphFlags, release_graph_defaults
+
+    g = load_geometry(MODELS / "llama-3.1-8b")
+    inp = MemoryInputs(rules=rules_for(version), geometry=g, tp_size=tp, dp_size=dp, gpu_total_mib=gpu_mib,
+                       free_before_load_gib=gpu_mib / 1024 - 1.5, speculative_algorithm=spec,
+                       cuda_graphs=CudaGraphFlags(disaggregation_mode=pd))
+    assert release_graph_defaults(inp) == expected
+
+
 @pytest.mark.parametrize(
     ("tp", "nnodes", "nvlink", "extra_ranks"),
     [

@@ -135,7 +135,15 @@ def judge(case: Case, plan: dict[str, Any]) -> dict[str, Any]:
         "margin": plan.get("margin"),
         "slack_gib": per_gpu.get("slack_gib"),
         "runtime_need_gib": per_gpu.get("runtime_need_gib"),
+        # the defaults SGLang resolved, planned against the log's server_args / max_total_num_tokens lines
+        "defaults": {name: (int(logged[0]), _planned_int(plan, name)) for name in ("chunked_prefill_size", "cuda_graph_max_bs")
+                     if (logged := re.findall(rf"\b{name}=(-?\d+)", case.log.read_text(errors="replace")))},
     }
+
+
+def _planned_int(plan: dict[str, Any], name: str) -> int | None:
+    found = re.search(rf'"{name}": (-?\d+)', json.dumps(plan))
+    return int(found.group(1)) if found else None
 
 
 def score(results: list[tuple[Case, dict[str, Any]]]) -> dict[str, dict[str, int]]:
@@ -234,6 +242,15 @@ def test_the_margin_is_not_stricter_than_launches_that_started(results) -> None:
         checked += 1
         assert r["runtime_need_gib"] <= left, (case.name, r["runtime_need_gib"], left)
     assert checked >= 3
+
+
+def test_the_chunk_and_graph_batch_defaults_are_what_each_release_printed(results) -> None:
+    """chunked_prefill_size and cuda_graph_max_bs as the log prints them (0.4.0-0.5.18 here): before 0.5.3
+    by knowledge/memory.py legacy_graph_defaults (server_args.py and cuda_graph_runner.py of those wheels);
+    with the 0.5.9 tiers for every release they agreed on 23 of 41."""
+    pairs = [(case.name, name, logged, planned) for case, r in results for name, (logged, planned) in r["defaults"].items()]
+    assert len(pairs) >= 40
+    assert [p for p in pairs if p[2] != p[3]] == []
 
 
 def test_the_recorded_error_band_is_what_the_tuning_logs_give(results) -> None:

@@ -401,6 +401,69 @@ def graph_defaults(gpu_mem_mib: float | None, tp: int) -> tuple[int, int]:
     return 16384, 512
 
 
+def legacy_graph_defaults(inp: MemoryInputs) -> tuple[int, int]:
+    """(chunked_prefill_size, the largest CUDA-graph batch) of releases before 0.5.3, read from each
+    wheel's server_args.py ``__post_init__`` and model_executor/cuda_graph_runner.py
+    ``get_batch_sizes_to_capture`` (0.4.0-0.5.2). Where server_args leaves cuda_graph_max_bs unset,
+    the largest batch is the capture list's: 160 (152 with speculative decoding, 0.4.5.post3-0.4.7),
+    extended to 256 on a large GPU (above 81,920 MiB in 0.4.5.post3-0.4.6.post1, without DP from
+    0.4.6; above 96 GiB in 0.4.6.post2-0.4.7; above 90 GiB from 0.4.8) and to 512 above 160,000 MiB
+    (0.4.8+).
+
+    chunked_prefill_size: 0.4.0-0.4.7 2048 under 25,000 MiB, else 8192 (16384 with PD disaggregation
+    from 0.4.6.post2, and above 180,000 MiB in 0.4.7); 0.4.8-0.5.2 by 35 / 160 GiB: 2048 / 8192 / 16384.
+    cuda_graph_max_bs under that small-GPU line: 8 (0.4.0), 8 below TP 4 and 80 from it (0.4.1+)."""
+    key, gpu = _vkey(inp.rules.version), inp.gpu_total_mib
+    if gpu is None:
+        return (4096 if key >= _vkey("0.4.8") else 8192), 160
+    if key < _vkey("0.4.8"):
+        small = gpu < 25_000
+        if key >= _vkey("0.4.7") and gpu > 180_000:
+            chunk = 16384
+        elif small:
+            chunk = 2048
+        elif key >= _vkey("0.4.6.post2") and inp.cuda_graphs.disaggregation_mode != "null":
+            chunk = 16384
+        else:
+            chunk = 8192
+    else:
+        small = gpu < 35 * 1024
+        chunk = 2048 if small else 8192 if gpu < 160 * 1024 else 16384
+    if small:
+        return chunk, 8 if key < _vkey("0.4.1") or inp.tp_size < 4 else 80
+    if key < _vkey("0.4.5.post3"):
+        return chunk, 160  # server_args sets 160 itself
+    spec = inp.speculative_algorithm is not None
+    graph_bs = 152 if spec and key < _vkey("0.4.8") else 160
+    if key < _vkey("0.4.6.post2"):
+        large = gpu > 81920 and (key < _vkey("0.4.6") or inp.dp_size == 1)
+    elif key < _vkey("0.4.8"):
+        large = gpu > 96 * 1024
+    else:
+        large = gpu > 90 * 1024
+    if large:
+        graph_bs = 256
+    if key >= _vkey("0.4.8") and gpu > 160 * 1000:
+        graph_bs = 512
+    return chunk, graph_bs
+
+
+def release_graph_defaults(inp: MemoryInputs) -> tuple[int, int]:
+    """(chunked_prefill_size, cuda_graph_max_bs) SGLang fills in for this release: legacy_graph_defaults
+    before 0.5.3, graph_defaults' tiers from 0.5.3 (0.5.3 itself gives 16, not 24, at TP < 4 between 20
+    and 35 GiB), decode_graph_defaults from 0.5.15."""
+    key = _vkey(inp.rules.version)
+    if key < _vkey("0.5.3"):
+        return legacy_graph_defaults(inp)
+    if key >= _vkey("0.5.15"):
+        return decode_graph_defaults(inp)
+    chunk, graph_bs = graph_defaults(inp.gpu_total_mib, inp.tp_size)
+    gpu = inp.gpu_total_mib
+    if key < _vkey("0.5.4") and gpu is not None and 20 * 1024 <= gpu < 35 * 1024 and inp.tp_size < 4:
+        graph_bs = 16
+    return chunk, graph_bs
+
+
 def decode_graph_defaults(inp: MemoryInputs) -> tuple[int, int]:
     """(chunked_prefill_size, cuda_graph_config.decode.max_bs) of 0.5.15+ (server_args.py
     _handle_gpu_memory_settings; arg_groups/memory_hook.py from 0.5.19): from 0.5.20 a GPU under
@@ -1155,9 +1218,7 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     late = bool(inp.argument_error) and inp.argument_error_late
     if inp.argument_error and not late:
         out.refuse(inp.argument_error)
-    default_chunk, default_bs = graph_defaults(inp.gpu_total_mib, inp.tp_size)
-    if _vkey(inp.rules.version) >= _vkey("0.5.15"):
-        default_chunk, default_bs = decode_graph_defaults(inp)
+    default_chunk, default_bs = release_graph_defaults(inp)
     chunked = inp.chunked_prefill_size if inp.chunked_prefill_size is not None else default_chunk
     graph_bs = inp.cuda_graph_max_bs if inp.cuda_graph_max_bs is not None else default_bs
     if inp.cuda_graph_bs and _vkey(inp.rules.version) < _vkey("0.5.14"):
