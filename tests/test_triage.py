@@ -520,6 +520,8 @@ EXCERPT_LINES = [
      ["Traceback (most recent call last):",
       '  File "/venv/lib/python3.12/site-packages/torch/utils/cpp_extension.py", line 2506, in _run_ninja_build',
       "    subprocess.run("], "jit-build-failed"),
+    ("rust-panic-is-a-failure", ["thread 'main' panicked at router/src/main.rs:216:18:", "called `Result::unwrap()` on an "
+                                 "`Err` value: Os { code: 2, kind: NotFound }"], "unknown"),
     ("missing-shared-library", ["libnvrtc.so.12: cannot open shared object file: No such file or directory"],
      "import-failed"),
     ("no-libcuda-is-no-gpu", ["OSError: libcuda.so.1: cannot open shared object file: No such file or directory"],

@@ -922,7 +922,9 @@ _CPP_EXCEPTION = re.compile(r"^Exception raised from \w+ at ")
 # TypeError: ...", "failed to load 'm' version 1: Internal: TypeError: ..."): a failure without a traceback
 _FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?[Ff]ailed to [^:]{1,120}: (?:\w+: )?\w*(?:Error|Exception): ")
 # a process that crashed in native code: the shell's report, Python's faulthandler
-_CRASH = re.compile(r"\b[Ss]egmentation fault\b")
+_CRASH = re.compile(r"\b[Ss]egmentation fault\b"
+                    # a Rust launcher's or router's panic (TGI's launcher and router, sgl-router)
+                    r"|\bthread '[^']{1,80}' panicked at\b")
 _IMPORT_IGNORED = re.compile(r"Ignore import error when loading (sglang\.srt\.models\.\w+)")
 _READY = re.compile(r"The server is fired up and ready to roll!")
 
