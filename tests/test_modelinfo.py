@@ -104,6 +104,14 @@ def test_quantized_checkpoint_without_index_is_sized_from_its_quantization_confi
     assert info.mla and info.kv_lora_rank == 512 and info.moe_experts == 256
 
 
+def test_a_published_moe_config_counts_to_its_published_checkpoint_size() -> None:
+    # Qwen/Qwen3-Coder-30B-A3B-Instruct as published (tests/data/models/.../SOURCE.md): no index beside
+    # the config, so the bytes come from the shapes; the published index says 61,064,245,248 bytes
+    info = inspect_model(str(Path(__file__).parent / "data" / "models" / "qwen3-coder-30b-a3b-instruct"))
+    assert info.weight_bytes_source == "shapes" and info.parameters_source == "shapes"
+    assert (info.parameters, info.weight_bytes) == (30_532_122_624, 61_064_245_248)
+
+
 def test_full_attention_interval_without_layer_types(tmp_path: Path) -> None:
     config = json.loads((SEED_MODEL / "config.json").read_text())
     del config["text_config"]["layer_types"]
