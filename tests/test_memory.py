@@ -587,3 +587,19 @@ def test_cpu_offload_moves_decoder_weights_off_the_gpu_up_to_the_budget() -> Non
     # everything but the (untied) embedding and LM head shards and the vision tower can go
     kept = 2 * (g.vocab_size / 2) * g.hidden_size * 2 / GIB + split_weights(g, tp=2).vision_per_gpu_params * 2 / GIB
     assert all_.weights_gib == pytest.approx(kept, rel=0.02)
+
+
+def test_deepseek_sparse_attention_says_its_indexer_cache_is_not_counted(tmp_path: Path) -> None:
+    # configs/model_config.py is_deepseek_dsa: a DeepSeek architecture with index_topk (DeepSeek-V3.2)
+    config = json.loads((ROOT / "tests/data/plan_logs/models/deepseek-v3/config.json").read_text())
+    dsa = {**config, "architectures": ["DeepseekV32ForCausalLM"], "index_topk": 2048, "index_head_dim": 128,
+           "index_n_heads": 64}
+    notes = []
+    for name, cfg in (("v3", config), ("v32", dsa)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(cfg))
+        g = load_geometry(tmp_path / name)
+        plan = plan_memory(MemoryInputs(rules=rules_for("0.5.23"), geometry=g, tp_size=8, gpu_total_mib=143771,
+                                        free_before_load_gib=138.0))
+        notes.append(any("DeepSeek sparse attention" in n for n in plan.notes))
+    assert notes == [False, True]

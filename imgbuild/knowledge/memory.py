@@ -1546,6 +1546,14 @@ def _kv_pool_tokens(
             memory=True,
         )
     cell = kv_cell_bytes(inp.geometry, attn_tp=inp.attn_tp_size or inp.tp_size, pp=inp.pp_size, kv_cache_dtype=served_kv_cache_dtype(inp))
+    if inp.geometry.dsa_indexer:
+        # not modelled: mem_cache/memory_pool.py DSATokenToKVPool (and pool_configurator.py's cell size) adds
+        # the indexer's FP8 key cache, index_head_dim + 4 bytes of scale per 128, per token and layer, and
+        # stores the latent KV in its own layout
+        out.notes.append(
+            f"{inp.geometry.architecture} uses DeepSeek sparse attention: its indexer key cache (about 132 B per "
+            "token and layer) and its latent KV layout are not counted; the KV tokens here are a plain MLA pool's"
+        )
     page_size = s.page_size
     tokens = int(rest * GIB) // cell
     tokens = tokens // page_size * page_size

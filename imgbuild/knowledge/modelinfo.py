@@ -120,6 +120,8 @@ class ModelGeometry:
     q_lora_rank: int = 0
     qk_nope_head_dim: int = 0
     qk_rope_head_dim: int = 0
+    # DeepSeek sparse attention (V3.2, GLM-5): config.json has index_topk (configs/model_config.py is_deepseek_dsa)
+    dsa_indexer: bool = False
     # MoE
     num_experts: int = 0
     num_experts_per_token: int | None = None
@@ -752,6 +754,7 @@ def _attention_shapes(text: dict[str, Any], *, arch: str, model_type: str, hidde
         "q_lora_rank": read_int(text, "q_lora_rank", default=0),
         "qk_nope_head_dim": nope,
         "qk_rope_head_dim": rope,
+        "dsa_indexer": mla and text.get("index_topk") is not None,
     }
 
 
