@@ -406,10 +406,15 @@ def test_triage_imports_no_adapter_library():
 # a child died and the log holds no error of its own; the two tuned logs labelled child-failed for that
 # shape (sglang 6888, 8513) were relabelled unknown. The other misses were fixed from the tuned logs
 # alone (a Markdown-quoted log, torch's allocator under a memory fraction, vLLM's _C import warning,
-# Ray's worker-died text as a child report); scored after, the held-out part reads 101 of 121.
+# Ray's worker-died text as a child report); scored after, the held-out part reads 101 of 121. Of the 25
+# collected after that (SGLang, verl, slime, EasyR1, OpenRLHF, vLLM, Ollama, Triton server, LMDeploy,
+# Dynamo threads; 24 tuned, 1 held out), scored before any change: the tuned part 18 of 24, the new
+# held-out log 1 of 1. The misses were fixed from the tuned logs alone (torch_memory_saver's CUresult 2,
+# Triton server's missing model file, the NVIDIA containers' "No supported GPU(s)", llama.cpp's unknown
+# architecture, transformers' older "does not recognize" wording); scored after, 102 of 122.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.83  # measured 101 of 121 (0.835); the target is 0.95
+HELDOUT_FLOOR = 0.83  # measured 102 of 122 (0.836); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

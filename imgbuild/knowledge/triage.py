@@ -351,6 +351,9 @@ CATALOG: tuple[Signature, ...] = (
             # the body of torch's message (c10/cuda/CUDACachingAllocator.cpp), pasted without its first words
             r"GPU \d+ has a total capacity of [\d.]+ [GM]iB of which [\d.]+ [KMG]iB is free",
             r"RayTaskError\(OutOfMemoryError\)",  # a Ray task (an RL rollout) that hit it
+            # torch_memory_saver (SGLang's --enable-memory-saver, RL rollouts): cuMemCreate's CUresult 2 is
+            # CUDA_ERROR_OUT_OF_MEMORY
+            r"\[torch_memory_saver\.cpp\] CUresult error:?\s+(?:result=)?2\b",
             # the same allocator under torch.cuda.set_per_process_memory_fraction (TGI sets one)
             r"Allocation on device \d+ would exceed allowed memory\. \(out of memory\)",
         ),
@@ -367,6 +370,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Model architectures .* failed to be inspected",
             # transformers too old for the checkpoint's model_type (configs/model_config.py says so itself)
             r"Transformers does not recognize this architecture",
+            r"has a model type of `\w+`, which Transformers does not recognize",  # transformers < 4.36's wording
+            r"unknown model architecture: '[\w.-]+'",  # llama.cpp's loader (llama-model.cpp), as Ollama prints it
             r"Transformers version \S+ is not supported for model",
             r"Unknown gguf model_type",  # model_loader/loader.py
             # a config whose model_type this transformers does not know, as images' tables quote it
@@ -533,6 +538,8 @@ CATALOG: tuple[Signature, ...] = (
             # model_loader/loader.py, utils/hf_transformers_utils.py: the path holds no model
             r"No model weights found in",
             r"Cannot find any model weights with",
+            # Triton Inference Server's model repository: a model's version directory lacks its file
+            r"failed to load '[^']+' version \d+: .{0,40}failed to stat file",
             r"Can't find config file in",
             r"Cannot find adapter config file in",
             r"LocalEntryNotFoundError|couldn't connect to 'https://huggingface\.co'",
@@ -686,6 +693,8 @@ _NO_GPU = Signature(
         r"No accelerator \([^)]{0,200}\)(?: or platform plugin)? is available(?!\.? - Falling back)",
         r"No supported accelerator \([^)]{0,200}\) available",
         r"No CUDA GPUs are available",
+        # the NVIDIA containers' entrypoint (nvidia_entrypoint.sh) when it finds no usable GPU
+        r"No supported GPU\(s\) detected to run this container",
         # the NVIDIA container toolkit's prestart hook cannot load the host driver's NVML
         r"nvidia-container-cli: initialization error",
         r"RuntimeError: No supported device detected",  # vLLM's config.py DeviceConfig (0.3-0.5)
