@@ -1552,7 +1552,7 @@ def _kv_pool_tokens(
         # stores the latent KV in its own layout
         out.notes.append(
             f"{inp.geometry.architecture} uses DeepSeek sparse attention: its indexer key cache (about 132 B per "
-            "token and layer) and its latent KV layout are not counted; the KV tokens here are a plain MLA pool's"
+            "token and layer) and its own KV layout are not counted: the KV tokens here are an estimate without them"
         )
     page_size = s.page_size
     tokens = int(rest * GIB) // cell

@@ -754,7 +754,7 @@ def _attention_shapes(text: dict[str, Any], *, arch: str, model_type: str, hidde
         "q_lora_rank": read_int(text, "q_lora_rank", default=0),
         "qk_nope_head_dim": nope,
         "qk_rope_head_dim": rope,
-        "dsa_indexer": mla and text.get("index_topk") is not None,
+        "dsa_indexer": text.get("index_topk") is not None,
     }
 
 
