@@ -589,17 +589,27 @@ def test_cpu_offload_moves_decoder_weights_off_the_gpu_up_to_the_budget() -> Non
     assert all_.weights_gib == pytest.approx(kept, rel=0.02)
 
 
-def test_deepseek_sparse_attention_says_its_indexer_cache_is_not_counted(tmp_path: Path) -> None:
-    # configs/model_config.py is_deepseek_dsa: a DeepSeek architecture with index_topk (DeepSeek-V3.2)
+def test_deepseek_sparse_attention_counts_its_indexer_and_its_fp8_layout(tmp_path: Path) -> None:
+    # configs/model_config.py is_deepseek_dsa: a DeepSeek architecture with index_topk (DeepSeek-V3.2).
+    # The cell SGLang sizes the pool by (model_runner_kv_cache_mixin.py get_cell_size_per_token, 0.5.9):
+    # the latent (512 + 64) in the KV dtype plus the indexer's 128 FP8 bytes and a 4-byte scale, per layer
     config = json.loads((ROOT / "tests/data/plan_logs/models/deepseek-v3/config.json").read_text())
     dsa = {**config, "architectures": ["DeepseekV32ForCausalLM"], "index_topk": 2048, "index_head_dim": 128,
            "index_n_heads": 64}
-    notes = []
-    for name, cfg in (("v3", config), ("v32", dsa)):
+    plans = {}
+    for name, cfg, gpu_mib, cc in (("v3-h200", config, 143771, "9.0"), ("v32-h200", dsa, 143771, "9.0"),
+                                   ("v32-b200", dsa, 183359, "10.0")):
         (tmp_path / name).mkdir()
         (tmp_path / name / "config.json").write_text(json.dumps(cfg))
-        g = load_geometry(tmp_path / name)
-        plan = plan_memory(MemoryInputs(rules=rules_for("0.5.23"), geometry=g, tp_size=8, gpu_total_mib=143771,
-                                        free_before_load_gib=138.0))
-        notes.append(any("DeepSeek sparse attention" in n for n in plan.notes))
-    assert notes == [False, True]
+        plans[name] = plan_memory(MemoryInputs(rules=rules_for("0.5.23"), geometry=load_geometry(tmp_path / name),
+                                               tp_size=8, gpu_total_mib=gpu_mib, gpu_compute_capability=cc,
+                                               free_before_load_gib=gpu_mib / 1024 - 3))
+    layers = config["num_hidden_layers"]
+    assert plans["v3-h200"].kv_cell_bytes == 576 * 2 * layers
+    # Hopper: bfloat16 (server_args' DSA default below SM 10), the indexer beside it
+    assert plans["v32-h200"].kv_cell_bytes == 576 * 2 * layers + 132 * layers
+    # Blackwell: fp8_e4m3 by default; the pool stores 656 B a layer (scales, bf16 rope) where it was sized by 576
+    b200 = plans["v32-b200"]
+    assert b200.kv_cell_bytes == 576 * layers + 132 * layers
+    assert any("stores 656 B" in n for n in b200.notes)
+    assert b200.k_size_gib == pytest.approx((b200.kv_tokens + 64) * (656 + 132) * layers / 2**30, rel=0.01)

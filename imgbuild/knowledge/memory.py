@@ -333,9 +333,15 @@ def checkpoint_kv_cache_dtype(g: ModelGeometry, version: str) -> str | None:
 
 
 def served_kv_cache_dtype(inp: MemoryInputs) -> str:
-    """--kv-cache-dtype as the KV pool is allocated: "auto" resolved through the checkpoint."""
+    """--kv-cache-dtype as the KV pool is allocated: "auto" resolved through the checkpoint, and for a
+    DeepSeek sparse-attention model (MLA with index_topk) by the GPU: fp8_e4m3 on SM 10 and newer,
+    bfloat16 below (server_args.py _set_default_nsa_kv_cache_dtype 0.5.6-0.5.13, _set_default_dsa_kv_cache_dtype
+    0.5.14-0.5.18, arg_groups/overrides.py from 0.5.19; 0.5.4.post1 sets fp8_e4m3 on SM 10+ inline)."""
     if (inp.kv_cache_dtype or "auto").lower() == "auto":
-        return checkpoint_kv_cache_dtype(inp.geometry, inp.rules.version) or "auto"
+        g, cc = inp.geometry, inp.gpu_compute_capability
+        if g.dsa_indexer and g.mla and cc and _vkey(inp.rules.version) >= _vkey("0.5.4"):
+            return "fp8_e4m3" if int(float(cc)) >= 10 else "auto"
+        return checkpoint_kv_cache_dtype(g, inp.rules.version) or "auto"
     return inp.kv_cache_dtype
 
 
@@ -346,6 +352,10 @@ def kv_cell_bytes(g: ModelGeometry, *, attn_tp: int, pp: int = 1, kv_cache_dtype
     layers = math.ceil(g.kv_layers / pp)
     if g.mla:
         cell = (g.kv_lora_rank + g.qk_rope_head_dim) * layers * size
+        if g.dsa_indexer:
+            # DSATokenToKVPool's indexer keys: index_head_dim FP8 bytes and a 4-byte scale per 128, per
+            # token and layer (NSATokenToKVPool.quant_block_size, index_k_with_scale_buffer_dtype uint8)
+            cell += (g.dsa_index_head_dim + g.dsa_index_head_dim // 128 * 4) * layers
     else:
         heads = max(1, g.num_kv_heads // attn_tp)
         cell = heads * (g.head_dim + g.v_head_dim) * layers * size
@@ -1546,13 +1556,19 @@ def _kv_pool_tokens(
             memory=True,
         )
     cell = kv_cell_bytes(inp.geometry, attn_tp=inp.attn_tp_size or inp.tp_size, pp=inp.pp_size, kv_cache_dtype=served_kv_cache_dtype(inp))
-    if inp.geometry.dsa_indexer:
-        # not modelled: mem_cache/memory_pool.py DSATokenToKVPool (and pool_configurator.py's cell size) adds
-        # the indexer's FP8 key cache, index_head_dim + 4 bytes of scale per 128, per token and layer, and
-        # stores the latent KV in its own layout
+    g = inp.geometry
+    if g.dsa_indexer and not g.mla:
         out.notes.append(
-            f"{inp.geometry.architecture} uses DeepSeek sparse attention: its indexer key cache (about 132 B per "
-            "token and layer) and its own KV layout are not counted: the KV tokens here are an estimate without them"
+            f"{g.architecture} uses DeepSeek sparse attention without an MLA-shaped config here: its indexer key cache "
+            f"({g.dsa_index_head_dim + g.dsa_index_head_dim // 128 * 4} B per token and layer) is not counted"
+        )
+    elif g.dsa_indexer and served_kv_cache_dtype(inp) == "fp8_e4m3":
+        # calculate_mla_kv_cache_dim: the FP8 latent is stored with its scales and a bfloat16 rope part
+        # (656 B a layer for DeepSeek-V3.2), while the cell size the pool is sized by counts 576
+        stored = g.kv_lora_rank + g.kv_lora_rank // 128 * 4 + g.qk_rope_head_dim * 2
+        out.notes.append(
+            f"the FP8 DSA pool stores {stored} B per token and layer of latent KV where SGLang sizes it by "
+            f"{g.kv_lora_rank + g.qk_rope_head_dim}: it takes more memory than the rest it was sized from"
         )
     page_size = s.page_size
     tokens = int(rest * GIB) // cell
@@ -1599,7 +1615,14 @@ def _pool_sizes(
     kv_bytes = kv_dtype_bytes(served_kv_cache_dtype(inp), g.dtype_bytes)
     rows = max(tokens, 0) + page_size
     if g.mla:
-        k_size = rows * (g.kv_lora_rank + g.qk_rope_head_dim) * kv_layers * kv_bytes / GIB
+        per_layer = (g.kv_lora_rank + g.qk_rope_head_dim) * kv_bytes
+        if g.dsa_indexer:
+            # DSATokenToKVPool: an FP8 latent carries its scales and a bfloat16 rope part (calculate_mla_kv_cache_dim),
+            # and every layer holds the indexer's keys beside it
+            if served_kv_cache_dtype(inp) == "fp8_e4m3":
+                per_layer = g.kv_lora_rank + g.kv_lora_rank // 128 * 4 + g.qk_rope_head_dim * 2
+            per_layer += g.dsa_index_head_dim + g.dsa_index_head_dim // 128 * 4
+        k_size = rows * per_layer * kv_layers / GIB
         v_size = 0.0
     else:
         heads = max(1, g.num_kv_heads // (inp.attn_tp_size or inp.tp_size))
@@ -1705,7 +1728,12 @@ def _verdict(
             f"sliding-window attention ({g.sliding_window} tokens) is counted as full attention: "
             "SGLang's hybrid SWA pool may hold more tokens than planned"
         )
-    if served_kv_cache_dtype(inp) != (inp.kv_cache_dtype or "auto"):
+    if g.dsa_indexer and g.mla and served_kv_cache_dtype(inp) != (inp.kv_cache_dtype or "auto"):
+        out.notes.append(
+            f"--kv-cache-dtype auto serves {served_kv_cache_dtype(inp)}: SGLang's default for DeepSeek sparse "
+            f"attention on SM {inp.gpu_compute_capability} (bfloat16 below SM 10)"
+        )
+    elif served_kv_cache_dtype(inp) != (inp.kv_cache_dtype or "auto"):
         out.notes.append(
             f"--kv-cache-dtype auto serves {served_kv_cache_dtype(inp)}: the checkpoint's quantization config "
             "sets kv_cache_quant_algo FP8 (model_runner.py configure_kv_cache_dtype)"
@@ -1736,13 +1764,16 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
     cell, tokens = _kv_pool_tokens(inp, s, rest, avail_after, (draft_weights_gib, draft_transient_gib), out)
     mrr = _max_running_requests(inp, s, tokens, state, slots, out)
     k_size, v_size, conv_gib, ssm_gib, intermediate_ssm_gib = _pool_sizes(inp, s, tokens, state, slots, mrr)
+    # an FP8 DSA pool is larger than the cell size it was sized by (_pool_sizes): the excess comes out of
+    # what F0 x (1 - mfs) kept back
+    kept_back = slack - (max(0.0, k_size - tokens * cell / GIB) if g.dsa_indexer and g.mla else 0.0)
     draft_kv_gib = _draft_kv_gib(inp, s, tokens, draft_weights_gib)
     req_to_token_gib = _req_to_token_gib(s, mrr)
     runtime_need, sglang_reserve, draft_after = _runtime_headroom(inp, s, draft_kv_gib, draft_weights_gib, draft_transient_gib)
     pools = draft_before_kv_gib + k_size + v_size + conv_gib + ssm_gib + spec_intermediate + req_to_token_gib
     memory_pool_end = avail_after - pools
-    _verdict(inp, s, tokens, slack, req_to_token_gib, runtime_need, sglang_reserve, draft_after, out)
-    margin = _margin_gib(out, avail_after, min(rest_before_state, rest), slack - req_to_token_gib - runtime_need)
+    _verdict(inp, s, tokens, kept_back, req_to_token_gib, runtime_need, sglang_reserve, draft_after, out)
+    margin = _margin_gib(out, avail_after, min(rest_before_state, rest), kept_back - req_to_token_gib - runtime_need)
 
     return MemoryPlan(
         rules=rules,

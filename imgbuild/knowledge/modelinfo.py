@@ -120,8 +120,10 @@ class ModelGeometry:
     q_lora_rank: int = 0
     qk_nope_head_dim: int = 0
     qk_rope_head_dim: int = 0
-    # DeepSeek sparse attention (V3.2, GLM-5): config.json has index_topk (configs/model_config.py is_deepseek_dsa)
+    # DeepSeek sparse attention (V3.2, GLM-5): config.json has index_topk (configs/model_config.py
+    # is_deepseek_dsa); its indexer keeps an FP8 key of index_head_dim per token and layer
     dsa_indexer: bool = False
+    dsa_index_head_dim: int = 128
     # MoE
     num_experts: int = 0
     num_experts_per_token: int | None = None
@@ -755,6 +757,7 @@ def _attention_shapes(text: dict[str, Any], *, arch: str, model_type: str, hidde
         "qk_nope_head_dim": nope,
         "qk_rope_head_dim": rope,
         "dsa_indexer": text.get("index_topk") is not None,
+        "dsa_index_head_dim": read_int(text, "index_head_dim", default=128),
     }
 
 
