@@ -613,3 +613,14 @@ def test_deepseek_sparse_attention_counts_its_indexer_and_its_fp8_layout(tmp_pat
     assert b200.kv_cell_bytes == 576 * layers + 132 * layers
     assert any("stores 656 B" in n for n in b200.notes)
     assert b200.k_size_gib == pytest.approx((b200.kv_tokens + 64) * (656 + 132) * layers / 2**30, rel=0.01)
+    # the pool as a real log prints it: DeepSeek-V3.2-Exp on 8 x B200 (sglang PR 11309, after the fix it
+    # brings: "#tokens: 975424", "KV size: 43.67 GB"; GLM-5-FP8's logs show the same 788 B a token and layer)
+    logged = plan_memory(MemoryInputs(rules=rules_for("0.5.23"), geometry=load_geometry(tmp_path / "v32-b200"),
+                                      tp_size=8, gpu_total_mib=183359, gpu_compute_capability="10.0",
+                                      free_before_load_gib=176.0, max_total_tokens=975_424))
+    assert logged.kv_tokens == 975_424 and round(logged.k_size_gib, 2) == 43.67
+    glm5 = {**dsa, "architectures": ["GlmMoeDsaForCausalLM"], "model_type": "glm_moe_dsa"}
+    (tmp_path / "glm5").mkdir()
+    (tmp_path / "glm5" / "config.json").write_text(json.dumps(glm5))
+    g = load_geometry(tmp_path / "glm5")
+    assert g.mla and g.dsa_indexer  # configs/model_config.py builds MLA for it, and it has the indexer

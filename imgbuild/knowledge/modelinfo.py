@@ -739,8 +739,12 @@ def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int, feat
 def _attention_shapes(text: dict[str, Any], *, arch: str, model_type: str, hidden: int, heads: int) -> dict[str, Any]:
     """Attention fields of ModelGeometry: heads, head dims, gates, biases, MLA's low ranks."""
     head_dim = read_int(text, "head_dim", default=(hidden // heads if heads else 0)) or (hidden // heads if heads else 0)
-    # SGLang builds MLA attention for DeepSeek and Kimi (models/deepseek_v2.py)
-    mla = bool(text.get("kv_lora_rank")) and arch.startswith(("Deepseek", "KimiK2", "Kimi"))
+    # SGLang builds MLA attention for DeepSeek and Kimi (models/deepseek_v2.py) and the architectures
+    # configs/model_config.py (0.5.23) gives AttentionArch.MLA: GLM-4.7-Flash and GLM-5 (DSA), LongCat-Flash,
+    # Hunyuan V4, dots, Mistral Large 3, GigaChat 3.5
+    mla = bool(text.get("kv_lora_rank")) and arch.startswith((
+        "Deepseek", "KimiK2", "Kimi", "Glm4MoeLite", "GlmMoeDsa", "Glm5Next", "LongcatFlash", "HYV4", "Dots3Note",
+        "DotsVLM", "MistralLarge3", "Eagle3DeepseekV2", "GigaChat35"))
     nope = read_int(text, "qk_nope_head_dim", default=0)
     rope = read_int(text, "qk_rope_head_dim", default=0)
     return {
