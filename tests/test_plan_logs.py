@@ -136,14 +136,9 @@ def judge(case: Case, plan: dict[str, Any]) -> dict[str, Any]:
         "slack_gib": per_gpu.get("slack_gib"),
         "runtime_need_gib": per_gpu.get("runtime_need_gib"),
         # the defaults SGLang resolved, planned against the log's server_args / max_total_num_tokens lines
-        "defaults": {name: (int(logged[0]), _planned_int(plan, name)) for name in ("chunked_prefill_size", "cuda_graph_max_bs")
+        "defaults": {name: (int(logged[0]), plan.get(name)) for name in ("chunked_prefill_size", "cuda_graph_max_bs")
                      if (logged := re.findall(rf"\b{name}=(-?\d+)", case.log.read_text(errors="replace")))},
     }
-
-
-def _planned_int(plan: dict[str, Any], name: str) -> int | None:
-    found = re.search(rf'"{name}": (-?\d+)', json.dumps(plan))
-    return int(found.group(1)) if found else None
 
 
 def score(results: list[tuple[Case, dict[str, Any]]]) -> dict[str, dict[str, int]]:

@@ -345,6 +345,18 @@ def served_kv_cache_dtype(inp: MemoryInputs) -> str:
     return inp.kv_cache_dtype
 
 
+def dsa_index_bytes(g: ModelGeometry) -> int:
+    """DSATokenToKVPool's indexer key per token and layer (mem_cache/memory_pool.py): index_head_dim FP8
+    bytes and a 4-byte scale per quant_block_size (128), in its uint8 buffer."""
+    return g.dsa_index_head_dim + g.dsa_index_head_dim // 128 * 4
+
+
+def dsa_fp8_latent_bytes(g: ModelGeometry) -> int:
+    """An FP8 DSA pool's stored latent per token and layer (calculate_mla_kv_cache_dim): kv_lora_rank FP8
+    bytes with a 4-byte scale per 128, and the rope part kept in bfloat16 (656 for DeepSeek-V3.2)."""
+    return g.kv_lora_rank + g.kv_lora_rank // 128 * 4 + g.qk_rope_head_dim * 2
+
+
 def kv_cell_bytes(g: ModelGeometry, *, attn_tp: int, pp: int = 1, kv_cache_dtype: str = "auto") -> int:
     """Bytes per token per GPU (model_executor/pool_configurator.py ``_compute_cell_size``;
     0.5.9: model_runner_kv_cache_mixin.py ``get_cell_size_per_token``)."""
@@ -353,9 +365,7 @@ def kv_cell_bytes(g: ModelGeometry, *, attn_tp: int, pp: int = 1, kv_cache_dtype
     if g.mla:
         cell = (g.kv_lora_rank + g.qk_rope_head_dim) * layers * size
         if g.dsa_indexer:
-            # DSATokenToKVPool's indexer keys: index_head_dim FP8 bytes and a 4-byte scale per 128, per
-            # token and layer (NSATokenToKVPool.quant_block_size, index_k_with_scale_buffer_dtype uint8)
-            cell += (g.dsa_index_head_dim + g.dsa_index_head_dim // 128 * 4) * layers
+            cell += dsa_index_bytes(g) * layers
     else:
         heads = max(1, g.num_kv_heads // attn_tp)
         cell = heads * (g.head_dim + g.v_head_dim) * layers * size
@@ -1560,14 +1570,11 @@ def _kv_pool_tokens(
     if g.dsa_indexer and not g.mla:
         out.notes.append(
             f"{g.architecture} uses DeepSeek sparse attention without an MLA-shaped config here: its indexer key cache "
-            f"({g.dsa_index_head_dim + g.dsa_index_head_dim // 128 * 4} B per token and layer) is not counted"
+            f"({dsa_index_bytes(g)} B per token and layer) is not counted"
         )
     elif g.dsa_indexer and served_kv_cache_dtype(inp) == "fp8_e4m3":
-        # calculate_mla_kv_cache_dim: the FP8 latent is stored with its scales and a bfloat16 rope part
-        # (656 B a layer for DeepSeek-V3.2), while the cell size the pool is sized by counts 576
-        stored = g.kv_lora_rank + g.kv_lora_rank // 128 * 4 + g.qk_rope_head_dim * 2
         out.notes.append(
-            f"the FP8 DSA pool stores {stored} B per token and layer of latent KV where SGLang sizes it by "
+            f"the FP8 DSA pool stores {dsa_fp8_latent_bytes(g)} B per token and layer of latent KV where SGLang sizes it by "
             f"{g.kv_lora_rank + g.qk_rope_head_dim}: it takes more memory than the rest it was sized from"
         )
     page_size = s.page_size
@@ -1617,11 +1624,10 @@ def _pool_sizes(
     if g.mla:
         per_layer = (g.kv_lora_rank + g.qk_rope_head_dim) * kv_bytes
         if g.dsa_indexer:
-            # DSATokenToKVPool: an FP8 latent carries its scales and a bfloat16 rope part (calculate_mla_kv_cache_dim),
-            # and every layer holds the indexer's keys beside it
+            # DSATokenToKVPool: the latent as stored, and every layer holds the indexer's keys beside it
             if served_kv_cache_dtype(inp) == "fp8_e4m3":
-                per_layer = g.kv_lora_rank + g.kv_lora_rank // 128 * 4 + g.qk_rope_head_dim * 2
-            per_layer += g.dsa_index_head_dim + g.dsa_index_head_dim // 128 * 4
+                per_layer = dsa_fp8_latent_bytes(g)
+            per_layer += dsa_index_bytes(g)
         k_size = rows * per_layer * kv_layers / GIB
         v_size = 0.0
     else:
