@@ -619,6 +619,17 @@ def test_deepseek_sparse_attention_counts_its_indexer_and_its_fp8_layout(tmp_pat
                                       tp_size=8, gpu_total_mib=183359, gpu_compute_capability="10.0",
                                       free_before_load_gib=176.0, max_total_tokens=975_424))
     assert logged.kv_tokens == 975_424 and round(logged.k_size_gib, 2) == 43.67
+    # pages of 64 tokens, as SGLang sets for DSA on CUDA whatever --page-size says
+    assert b200.kv_tokens % 64 == 0 and plans["v32-h200"].kv_tokens % 64 == 0
+    # that excess is taken from what F0 x (1 - mfs) kept back, and a refusal says so rather than
+    # printing the reduced figure as F0 x (1 - mfs)
+    tight = plan_memory(MemoryInputs(rules=rules_for("0.5.23"), geometry=load_geometry(tmp_path / "v32-b200"),
+                                     tp_size=8, gpu_total_mib=183359, gpu_compute_capability="10.0",
+                                     free_before_load_gib=176.0, mem_fraction_static=0.985))
+    excess = tight.k_size_gib - tight.kv_tokens * tight.kv_cell_bytes / 2**30
+    assert excess > 1
+    assert any(f"= {tight.slack_gib:.2f} GiB, less {excess:.2f} GiB the FP8 sparse-attention pool stores" in p
+               for p in tight.problems), tight.problems
     glm5 = {**dsa, "architectures": ["GlmMoeDsaForCausalLM"], "model_type": "glm_moe_dsa"}
     (tmp_path / "glm5").mkdir()
     (tmp_path / "glm5" / "config.json").write_text(json.dumps(glm5))

@@ -1263,6 +1263,10 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     context = _context_length(inp, out)
     _replayssm_refusals(inp, algo, out)
     radix, strategy, page_size = _mamba_radix_cache(inp, algo, out)
+    if inp.geometry.dsa_indexer and inp.geometry.mla and _vkey(inp.rules.version) >= _vkey("0.5.4"):
+        # "Setting page size to 64 for DeepSeek NSA/DSA." on CUDA, over any --page-size (server_args.py
+        # 0.5.4.post1-0.5.18, arg_groups/model_overrides/deepseek_v2.py from 0.5.19)
+        page_size = 64
     if late:
         out.refuse(inp.argument_error or "")
     return _Settings(
@@ -1698,20 +1702,24 @@ def _runtime_headroom(
 
 
 def _verdict(
-    inp: MemoryInputs, s: _Settings, tokens: int, slack: float, req_to_token_gib: float, runtime_need: float,
+    inp: MemoryInputs, s: _Settings, tokens: int, headroom: tuple[float, float, float], runtime_need: float,
     sglang_reserve: float, draft_after: float, out: _Outcome,
 ) -> None:
     """Phase 7, the verdict: headroom against the estimate, the context against the pool, and
-    what the accounting leaves out."""
+    what the accounting leaves out. headroom: (F0 x (1 - mfs), what an FP8 DSA pool stores beyond
+    the cell size it was sized by, the request-to-token pool), GiB."""
     g = inp.geometry
+    f0_slack, pool_excess, req_to_token_gib = headroom
+    slack = f0_slack - pool_excess
     if out.refusal is not None:
         # SGLang stops at argument parsing: nothing after it happens
         out.failure = None
     if out.failure is None and out.refusal is None:
         if runtime_need > slack - req_to_token_gib:
             out.headroom_problem = (
-                f"F0 x (1 - mem_fraction_static) = {slack:.2f} GiB, less {req_to_token_gib:.2f} GiB of request-to-token "
-                f"pool, leaves {slack - req_to_token_gib:.2f} GiB to hold activations, CUDA graphs"
+                f"F0 x (1 - mem_fraction_static) = {f0_slack:.2f} GiB, less "
+                + (f"{pool_excess:.2f} GiB the FP8 sparse-attention pool stores beyond its sizing, " if pool_excess else "")
+                + f"{req_to_token_gib:.2f} GiB of request-to-token pool, leaves {slack - req_to_token_gib:.2f} GiB to hold activations, CUDA graphs"
                 + (" and the draft model" if draft_after > 0 else "")
                 + f" (about {runtime_need:.2f} GiB): expect CUDA out of memory during graph capture or the first long prefill"
             )
@@ -1772,13 +1780,14 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
     k_size, v_size, conv_gib, ssm_gib, intermediate_ssm_gib = _pool_sizes(inp, s, tokens, state, slots, mrr)
     # an FP8 DSA pool is larger than the cell size it was sized by (_pool_sizes): the excess comes out of
     # what F0 x (1 - mfs) kept back
-    kept_back = slack - (max(0.0, k_size - tokens * cell / GIB) if g.dsa_indexer and g.mla else 0.0)
+    pool_excess = max(0.0, k_size - tokens * cell / GIB) if g.dsa_indexer and g.mla else 0.0
+    kept_back = slack - pool_excess
     draft_kv_gib = _draft_kv_gib(inp, s, tokens, draft_weights_gib)
     req_to_token_gib = _req_to_token_gib(s, mrr)
     runtime_need, sglang_reserve, draft_after = _runtime_headroom(inp, s, draft_kv_gib, draft_weights_gib, draft_transient_gib)
     pools = draft_before_kv_gib + k_size + v_size + conv_gib + ssm_gib + spec_intermediate + req_to_token_gib
     memory_pool_end = avail_after - pools
-    _verdict(inp, s, tokens, kept_back, req_to_token_gib, runtime_need, sglang_reserve, draft_after, out)
+    _verdict(inp, s, tokens, (slack, pool_excess, req_to_token_gib), runtime_need, sglang_reserve, draft_after, out)
     margin = _margin_gib(out, avail_after, min(rest_before_state, rest), kept_back - req_to_token_gib - runtime_need)
 
     return MemoryPlan(
