@@ -619,6 +619,12 @@ def test_deepseek_sparse_attention_counts_its_indexer_and_its_fp8_layout(tmp_pat
                                       tp_size=8, gpu_total_mib=183359, gpu_compute_capability="10.0",
                                       free_before_load_gib=176.0, max_total_tokens=975_424))
     assert logged.kv_tokens == 975_424 and round(logged.k_size_gib, 2) == 43.67
+    # NEXTN: the draft's layer is DSA too (is_deepseek_dsa lists DeepseekV3ForCausalLMNextN), its pool
+    # holds the target's tokens in the same stored layout
+    nextn = plan_memory(MemoryInputs(rules=rules_for("0.5.23"), geometry=load_geometry(tmp_path / "v32-b200"),
+                                     tp_size=8, gpu_total_mib=183359, gpu_compute_capability="10.0",
+                                     free_before_load_gib=176.0, speculative_algorithm="NEXTN"))
+    assert nextn.draft_kv_gib == pytest.approx((nextn.kv_tokens + 64) * (656 + 132) / 2**30)
     # pages of 64 tokens, as SGLang sets for DSA on CUDA whatever --page-size says
     assert b200.kv_tokens % 64 == 0 and plans["v32-h200"].kv_tokens % 64 == 0
     # that excess is taken from what F0 x (1 - mfs) kept back, and a refusal says so rather than

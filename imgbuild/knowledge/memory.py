@@ -1616,6 +1616,18 @@ def _max_running_requests(inp: MemoryInputs, s: _Settings, tokens: int, state: M
     return mrr
 
 
+def _mla_stored_bytes(g: ModelGeometry, kv_cache_dtype: str, kv_bytes: float) -> float:
+    """An MLA pool's bytes per token and layer as allocated (mem_cache/memory_pool.py): the latent, and
+    for DeepSeek sparse attention (DSATokenToKVPool) the latent as the FP8 layout stores it and the
+    indexer's keys beside it."""
+    per_layer = (g.kv_lora_rank + g.qk_rope_head_dim) * kv_bytes
+    if g.dsa_indexer:
+        if kv_cache_dtype == "fp8_e4m3":
+            per_layer = dsa_fp8_latent_bytes(g)
+        per_layer += dsa_index_bytes(g)
+    return per_layer
+
+
 def _pool_sizes(
     inp: MemoryInputs, s: _Settings, tokens: int, state: MambaState | None, slots: int, mrr: int
 ) -> tuple[float, float, float, float, float]:
@@ -1626,13 +1638,7 @@ def _pool_sizes(
     kv_bytes = kv_dtype_bytes(served_kv_cache_dtype(inp), g.dtype_bytes)
     rows = max(tokens, 0) + page_size
     if g.mla:
-        per_layer = (g.kv_lora_rank + g.qk_rope_head_dim) * kv_bytes
-        if g.dsa_indexer:
-            # DSATokenToKVPool: the latent as stored, and every layer holds the indexer's keys beside it
-            if served_kv_cache_dtype(inp) == "fp8_e4m3":
-                per_layer = dsa_fp8_latent_bytes(g)
-            per_layer += dsa_index_bytes(g)
-        k_size = rows * per_layer * kv_layers / GIB
+        k_size = rows * _mla_stored_bytes(g, served_kv_cache_dtype(inp), kv_bytes) * kv_layers / GIB
         v_size = 0.0
     else:
         heads = max(1, g.num_kv_heads // (inp.attn_tp_size or inp.tp_size))
@@ -1672,7 +1678,9 @@ def _draft_kv_gib(inp: MemoryInputs, s: _Settings, tokens: int, draft_weights_gi
         g = inp.draft_geometry
         draft_layers = g.kv_layers
     if g.mla:
-        draft_cell = (g.kv_lora_rank + g.qk_rope_head_dim) * draft_layers * kv_bytes
+        # a DSA target's NextN layer is DSA too (configs/model_config.py is_deepseek_dsa lists the NextN
+        # architectures): its pool is the same DSATokenToKVPool
+        draft_cell = _mla_stored_bytes(g, served_kv_cache_dtype(inp), kv_bytes) * draft_layers
     else:
         draft_cell = max(1, g.num_kv_heads // (inp.attn_tp_size or inp.tp_size)) * (g.head_dim + g.v_head_dim) * draft_layers * kv_bytes
     return (max(tokens, 0) + s.page_size) * draft_cell / GIB
