@@ -457,3 +457,19 @@ def test_the_mamba_strategys_validators_run_before_later_argument_checks_in_0_5_
     # without the strategy, the name's check is the refusal
     alone = plan(matrix, "--tp", "2", "--speculative-algorithm", "x", sglang="0.5.14")
     assert alone.problems[0] == "ValueError: Unknown speculative algorithm name: X"
+
+
+def test_dsa_runs_with_dp_attention_where_0_5_4_post1_to_0_5_5_force_it(matrix, tmp_path: Path) -> None:
+    # server_args.py 0.5.4.post1-0.5.5.post3: "DP attention is enabled for DeepSeek NSA." sets
+    # enable_dp_attention and dp_size = tp_size; 0.5.6 and later leave --dp-size as given
+    config = json.loads((ROOT / "tests/data/plan_logs/models/deepseek-v3/config.json").read_text())
+    config.update(architectures=["DeepseekV32ForCausalLM"], index_topk=2048, index_head_dim=128, index_n_heads=64)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    results = {
+        v: plan_launch(PlanOptions(model=str(tmp_path), flags=("--tp", "8"), gpu="H200x8", sglang=v), matrix=matrix)
+        for v in ("0.5.5", "0.5.6")
+    }
+    assert any("DP attention, --dp-size 8" in n for n in results["0.5.5"].notes)
+    assert not any("DP attention" in n for n in results["0.5.6"].notes)
+    # the attention weights (MLA projections, the indexer) are whole on every GPU, not split by 8
+    assert results["0.5.5"].plan.weights_gib > results["0.5.6"].plan.weights_gib + 1

@@ -266,6 +266,20 @@ def _decode_forces_chunk_cache(version: str, values: Any) -> bool:
     return not values.get("disaggregation_decode_enable_radix_cache")
 
 
+def _dsa_forced_dp_attention(launch: LaunchConfig, g: ModelGeometry, version: str, notes: list[str]) -> LaunchConfig:
+    """0.5.4.post1-0.5.5.post3 turn DP attention on for DeepSeek sparse attention on CUDA, one attention
+    group per GPU ("DP attention is enabled for DeepSeek NSA.": server_args.py sets enable_dp_attention
+    and dp_size = tp_size over the flags); 0.5.6 keeps --dp-size, later releases drop it."""
+    if not (g.dsa_indexer and g.mla and Version("0.5.4.post1") <= Version(version) < Version("0.5.6")):
+        return launch
+    tp = launch.tp_size
+    if launch.enable_dp_attention and launch.dp_size == tp:
+        return launch
+    notes.append(f"SGLang {version} runs DeepSeek sparse attention with DP attention, --dp-size {tp}: "
+                 "attention weights are whole on every GPU")
+    return replace(launch, values={**launch.values, "enable_dp_attention": True, "dp_size": tp})
+
+
 def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: GpuView, model_path: str) -> MemoryInputs:
     v = launch.values
     piecewise: bool | None = None
@@ -385,6 +399,7 @@ def plan_launch(
     version, version_source = resolve_version(options.sglang, architecture=geometry.architecture, matrix=matrix)
     notes: list[str] = []
     data_version, launch = _parse_launch(flags, version, options.server_args_path, notes)
+    launch = _dsa_forced_dp_attention(launch, geometry, version, notes)
 
     world = launch.tp_size * launch.pp_size * (1 if launch.enable_dp_attention else launch.dp_size)
     gpus = read_gpus(options.gpu, matrix=matrix, probe=probe, world=world, tp=launch.tp_size, pp=launch.pp_size,
