@@ -411,10 +411,17 @@ def test_triage_imports_no_adapter_library():
 # Dynamo threads; 24 tuned, 1 held out), scored before any change: the tuned part 18 of 24, the new
 # held-out log 1 of 1. The misses were fixed from the tuned logs alone (torch_memory_saver's CUresult 2,
 # Triton server's missing model file, the NVIDIA containers' "No supported GPU(s)", llama.cpp's unknown
-# architecture, transformers' older "does not recognize" wording); scored after, 102 of 122.
+# architecture, transformers' older "does not recognize" wording); scored after, 102 of 122. Of the 33
+# collected after that (SGLang, vLLM, verl, NeMo-RL, TRL, FastChat, LightLLM, TGI, Ollama, TensorRT-LLM,
+# Triton, mistral.rs, FreeToken threads; 25 tuned, 8 held out), scored before any change: the tuned part 17
+# of 25, the new held-out logs 7 of 8. The misses were fixed from the tuned logs alone (the PTX toolchain
+# error and Ollama's "driver is too old", std::terminate and TensorRT-LLM's failed assertions as failures,
+# TensorRT-LLM's kernels' "Unsupported architecture", a backend's "supported models are ... Got x",
+# Ollama's unknown model name, a bind to an address the machine lacks, a "cache budget too small", and a
+# traceback logged at glog's W level as a warning); scored after, 109 of 130.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.83  # measured 102 of 122 (0.836); the target is 0.95
+HELDOUT_FLOOR = 0.83  # measured 109 of 130 (0.838); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -544,6 +551,14 @@ EXCERPT_LINES = [
      "not-enough-memory"),
     ("turbomind-oom", ["RuntimeError: [TM][ERROR] CUDA runtime error: out of memory memory_utils.cu:32"], "cuda-oom"),
     ("unmatched-error-line", ["ValueError: something SGLang refused"], "unknown"),
+    ("uncaught-cpp-exception-is-a-failure", ["terminate called after throwing an instance of 'std::bad_alloc'",
+                                             "  what():  std::bad_alloc"], "unknown"),
+    ("warning-level-traceback-is-no-failure",
+     ["W1112 00:26:33.338000 39792 torch/_inductor/codecache.py:604] [0/0] Can't pickle",
+      "W1112 00:26:33.338000 39792 torch/_inductor/codecache.py:604] [0/0] Traceback (most recent call last):"], "none"),
+    ("error-level-traceback-is-a-failure",
+     ["E1112 00:26:33.338000 39792 torch/x.py:604] [0/0] Traceback (most recent call last):",
+      'E1112 00:26:33.338000 39792 torch/x.py:604] [0/0]   File "/x.py", line 1, in f'], "unknown"),
     # texts from the engines' and libraries' sources, not (yet) seen in a collected log
     ("vllm-free-memory-below-utilization",
      ["ValueError: Free memory on device (13.91/79.33 GiB) on startup is less than desired GPU memory utilization "
@@ -738,3 +753,11 @@ def test_a_sigkill_under_a_launchers_child_report_is_killed_and_a_libcuda_import
            "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory"]
     assert diagnose_log(cpu).failure_class == "import-failed"
     assert diagnose_log(cpu[1:]).failure_class == "no-gpu-visible"
+
+
+def test_a_bind_to_an_address_the_machine_lacks_says_so_not_that_the_port_is_taken():
+    # EADDRNOTAVAIL (FastChat issue 1714: localhost resolved to ::1 on a host without IPv6)
+    d = diagnose_log(["ERROR:    [Errno 99] error while attempting to bind on address ('::1', 21001, 0, 0): "
+                      "cannot assign requested address"])
+    assert d.failure_class == "port-in-use" and "not one of this machine's" in (d.summary or "")
+    assert any("--host 0.0.0.0" in a for a in d.advice)

@@ -380,6 +380,9 @@ CATALOG: tuple[Signature, ...] = (
             r"Unsupported model type \w+",
             r"Can not found rewrite for architectures",
             r"KeyError: '\w+(?:ForCausalLM|ForConditionalGeneration)'",
+            # a backend's own list ("Currently supported multi-modal models are llava, ... Got qwen2_vl.",
+            # TensorRT-LLM's multimodal preprocessing in Triton)
+            r"[Ss]upported (?:[\w-]+ )?models are [^.]{1,200}\. Got [\w.-]+",
         ),
         "This SGLang version has no implementation for the model's architecture.",
         (
@@ -406,6 +409,12 @@ CATALOG: tuple[Signature, ...] = (
             # a kernel library linked against a CUDA driver API symbol the host's libcuda
             # is too old to have (sgl-kernel's cuGreenCtxStreamCreate, sglang issue 8131)
             r"undefined symbol: cu[A-Z]\w*",
+            # cudaErrorUnsupportedPtxVersion: the PTX in a binary came from a newer CUDA than the driver
+            # can JIT (FauxPilot's FasterTransformer on driver 470, fauxpilot issue 19)
+            r"the provided PTX was compiled with an unsupported toolchain",
+            r"cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+            # Ollama's GPU discovery when libcuda lacks a symbol it needs (ollama issue 6604)
+            r"[Nn][Vv][Ii][Dd][Ii][Aa] driver is too old",
         ),
         "The host's NVIDIA driver is older than the CUDA the image's torch was built for.",
         (
@@ -424,6 +433,8 @@ CATALOG: tuple[Signature, ...] = (
             r"SGLang only supports sm75 and above",  # model_executor/model_runner.py
             # flash-attn's own refusal of a GPU older than its kernels (flash_api.cpp)
             r"FlashAttention only supports Ampere GPUs or newer",
+            # TensorRT-LLM's kernel runners on a GPU they have no kernels for (fmhaRunner.cpp on a V100)
+            r"Assertion failed: Unsupported architecture \([^)]{0,200}\.(?:cpp|cu|h):\d+\)",
         ),
         "The image's CUDA kernels were not built for this GPU's compute capability.",
         (
@@ -545,6 +556,8 @@ CATALOG: tuple[Signature, ...] = (
             r"LocalEntryNotFoundError|couldn't connect to 'https://huggingface\.co'",
             # huggingface_hub with downloads off (HF_HUB_OFFLINE, local_files_only) and no cached snapshot
             r"Cannot find an appropriate cached snapshot folder for the specified revision",
+            # Ollama: the name is not in its registry ("ollama run orca", ollama issue 2292)
+            r"pull model manifest: file does not exist",
         ),
         "The model path or Hugging Face id cannot be resolved inside the container.",
         (
@@ -807,7 +820,22 @@ _CUSTOM_ALLREDUCE_P2P = Signature(
     ),
     source="custom_all_reduce.cuh",
 )
-CATALOG = CATALOG + (_IMPORT, _FABRIC_NOT_READY, _NO_GPU, _KILLED, _RAY_KILLED, _CUSTOM_ALLREDUCE_P2P)
+# EADDRNOTAVAIL: the address to listen on is not one of this machine's (FastChat issue 1714: localhost
+# resolved to ::1 on a host without IPv6). The port is fine; the address is not.
+_ADDRESS_NOT_AVAILABLE = Signature(
+    PORT_IN_USE,
+    _re(r"\[Errno 99\] .{0,120}: cannot assign requested address", r"EADDRNOTAVAIL"),
+    "The address to listen on is not one of this machine's, so the port cannot be bound.",
+    (
+        "Pass --host 0.0.0.0 (every IPv4 address) or an address this machine has (`ip addr`); 'localhost' "
+        "may resolve to ::1 where IPv6 is off.",
+        "For --dist-init-addr, give this node's own address.",
+    ),
+    source="uvicorn / socket bind",
+)
+CATALOG = CATALOG + (
+    _IMPORT, _FABRIC_NOT_READY, _NO_GPU, _KILLED, _RAY_KILLED, _CUSTOM_ALLREDUCE_P2P, _ADDRESS_NOT_AVAILABLE,
+)
 
 _OOM_ADVICE: dict[str | None, tuple[str, ...]] = {
     PHASE_LOAD: (
@@ -906,7 +934,9 @@ _PREFIX = re.compile(
     r"|\w{3} \w{3} +\d+ [\d:]+ \d{4}\[\d+,\d+\]<std(?:out|err)>:"  # mpirun --tag-output
     r"|[\u2502\u2503]\s*"  # a terminal pane's frame (k9s, lazydocker): "│ ERROR ... │"
     r"|>(?: ?>)* ?"  # a Markdown quote, as a reply quotes a log ("> [time] KeyError: ...", "> > ...")
-    r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [\w.]+:\d+\]\s*)"  # glog (Triton server): "E1115 02:58:51.162611 1 x.cc:634] "
+    # glog (Triton server): "E1115 02:58:51.162611 1 x.cc:634] "; torch's logging writes the same with a
+    # path and a compile id: "W1112 00:26:33.338000 39792 torch/_inductor/codecache.py:604] [0/0] "
+    r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [\w./-]+:\d+\]\s*(?:\[[\d/]+\]\s*)?)"
 )
 # what a rich editor (an issue form, a chat) makes of ASCII: curly quotes, and "--" before a flag as
 # an en or em dash
@@ -928,12 +958,15 @@ _HIT_EXCEPTION = re.compile(r"\b\w+ hit an exception")
 # c10's report of a C++ exception (CUDA errors surface so in Ray workers' logs)
 _CPP_EXCEPTION = re.compile(r"^Exception raised from \w+ at ")
 # a server's own line that something failed with a Python exception ("Failed to initialize Python stub:
-# TypeError: ...", "failed to load 'm' version 1: Internal: TypeError: ..."): a failure without a traceback
-_FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?[Ff]ailed to [^:]{1,120}: (?:\w+: )?\w*(?:Error|Exception): ")
+# TypeError: ...", "failed to load 'm' version 1: Internal: TypeError: ...", quoted as glog quotes it):
+# a failure without a traceback
+_FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?\"?[Ff]ailed to [^:]{1,120}: (?:\w+: )?\w*(?:Error|Exception): ")
 # a process that crashed in native code: the shell's report, Python's faulthandler
 _CRASH = re.compile(r"\b[Ss]egmentation fault\b"
                     # a Rust launcher's or router's panic (TGI's launcher and router, sgl-router)
-                    r"|\bthread '[^']{1,80}' panicked at\b")
+                    r"|\bthread '[^']{1,80}' panicked at\b"
+                    # a C++ exception nothing caught (std::terminate's report), a C++ engine's failed check
+                    r"|\bterminate called after throwing an instance of\b|\]\[ERROR\] Assertion failed: ")
 _IMPORT_IGNORED = re.compile(r"Ignore import error when loading (sglang\.srt\.models\.\w+)")
 _READY = re.compile(r"The server is fired up and ready to roll!")
 
@@ -1268,13 +1301,18 @@ class _Log:
         return self.matched[index]
 
 
+# a glog-style record at INFO or WARNING level (torch's logging, Triton): a traceback it holds was
+# logged and handled ("W... torch/_inductor/codecache.py:604] [0/0] Can't pickle" then the traceback)
+_LOGGED_LEVEL = re.compile(r"^(?:\[rank\d+\]:\s?)?[IW]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ ")
+
+
 def _read_log(lines: Iterable[str]) -> _Log:
     kept = [ln.rstrip("\r\n") for ln in lines]
     hot = [i for i, ln in enumerate(kept) if _is_hot(ln)]
     msgs = _Messages(kept)
     ready_at = next((i for i in hot if _READY.search(msgs[i])), None)
     log = _Log(lines=kept, msgs=msgs, hot=hot, ready_at=ready_at, tracebacks=[])
-    log.tracebacks.extend(_tracebacks(msgs, log.scanned()))
+    log.tracebacks.extend(tb for tb in _tracebacks(msgs, log.scanned()) if not _LOGGED_LEVEL.match(kept[tb.start]))
     return log
 
 
@@ -1541,7 +1579,8 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
     lines, msgs = log.lines, log.msgs
     # a line that states a failure ("XError: message", unindented) counts without a traceback
     marker = next((i for i in log.scanned() if (m := msgs[i]) and (
-        (" hit an exception" in m and _HIT_EXCEPTION.search(m)) or _TRACEBACK.search(m) or _EXCEPTION.match(m)
+        (" hit an exception" in m and _HIT_EXCEPTION.search(m))
+        or (_TRACEBACK.search(m) and not _LOGGED_LEVEL.match(lines[i])) or _EXCEPTION.match(m)
         or _CPP_EXCEPTION.match(m) or _CHILD_REPORT.search(m) or _FAILED_WITH.match(m) or _CRASH.search(m)
         or _FAILED_LOAD.search(m) or _PROXIED_SELF.search(m))), None)
     starts = [tb.start for tb in log.tracebacks]
@@ -1711,7 +1750,7 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
                                r"no module named)\b", re.IGNORECASE)),
     (JIT_BUILD_FAILED, re.compile(r"\b(?:failed to (?:compile|build)|compil(?:e|ation) (?:failed|error)|"
                                   r"build (?:failed|error))\b", re.IGNORECASE)),
-    (NOT_ENOUGH_MEMORY, re.compile(r"\b(?:kv[ _-]?cache|cache blocks?|memory pool)\b.{0,60}"
+    (NOT_ENOUGH_MEMORY, re.compile(r"\b(?:kv[ _-]?cache|cache (?:blocks?|budget)|memory pool)\b.{0,60}"
                                    r"\b(?:not enough|insufficient|no available|too small)\b", re.IGNORECASE)),
 )
 
