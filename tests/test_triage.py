@@ -418,10 +418,18 @@ def test_triage_imports_no_adapter_library():
 # error and Ollama's "driver is too old", std::terminate and TensorRT-LLM's failed assertions as failures,
 # TensorRT-LLM's kernels' "Unsupported architecture", a backend's "supported models are ... Got x",
 # Ollama's unknown model name, a bind to an address the machine lacks, a "cache budget too small", and a
-# traceback logged at glog's W level as a warning); scored after, 109 of 130.
+# traceback logged at glog's W level as a warning); scored after, 109 of 130. Of the 25 collected after
+# that (pull requests that quote the error they fix; SGLang, vLLM, LoRAX, FastChat, LightLLM, Xinference,
+# SkyRL, EasyR1, NeMo-RL, NoisyRollout threads, NVIDIA's forum, two blogs; 19 tuned, 6 held out; vLLM 586
+# dropped again, a source build of sgl-kernel and an excerpt without its failure line left out), scored
+# before any change: the tuned part 14 of 19, the new held-out logs 5 of 6. The misses were fixed from
+# the tuned logs alone (an exception from a parser's parse_args is flags-refused; transformers' auto
+# classes without the config and a model that knows only some of its versions are
+# unsupported-architecture; a module without the name its caller uses is a version mismatch; C's
+# assert() is a failure, and in Triton's compiler a JIT failure); scored after, 114 of 136.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.83  # measured 109 of 130 (0.838); the target is 0.95
+HELDOUT_FLOOR = 0.83  # measured 114 of 136 (0.838); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -761,3 +769,18 @@ def test_a_bind_to_an_address_the_machine_lacks_says_so_not_that_the_port_is_tak
                       "cannot assign requested address"])
     assert d.failure_class == "port-in-use" and "not one of this machine's" in (d.summary or "")
     assert any("--host 0.0.0.0" in a for a in d.advice)
+
+
+@pytest.mark.parametrize("lines, klass", [
+    # vLLM's FlexibleArgumentParser.parse_args refusing --model for `vllm serve` (vLLM PR 17944)
+    (["Traceback (most recent call last):", '  File "/x/vllm/utils.py", line 1391, in parse_args',
+      "    raise ValueError(", "ValueError: With `vllm serve`, you should provide the model as a positional argument"],
+     "flags-refused"),
+    (["AttributeError: module 'cutlass.cute.nvgpu' has no attribute 'OperandMajorMode'"], "import-failed"),
+    (["python: /project/lib/Analysis/Allocation.cpp:40: std::pair<unsigned, unsigned> mlir::triton::getCvtOrder("
+      "mlir::Attribute, mlir::Attribute): Assertion `!(srcMmaLayout && dstMmaLayout)' failed."], "jit-build-failed"),
+    (["python3: ../nptl/pthread_mutex_lock.c:81: __pthread_mutex_lock: Assertion `mutex->__data.__owner == 0' failed."],
+     "unknown"),
+])
+def test_parser_frames_version_mismatches_and_c_asserts(lines, klass):
+    assert diagnose_log(lines).failure_class == klass

@@ -383,6 +383,11 @@ CATALOG: tuple[Signature, ...] = (
             # a backend's own list ("Currently supported multi-modal models are llava, ... Got qwen2_vl.",
             # TensorRT-LLM's multimodal preprocessing in Triton)
             r"[Ss]upported (?:[\w-]+ )?models are [^.]{1,200}\. Got [\w.-]+",
+            # transformers' auto classes without this config ("Unrecognized configuration class <class
+            # '...T5Config'> for this kind of AutoModel: AutoModelForCausalLM", FastChat issue 1152)
+            r"Unrecognized configuration class <class '[\w.]+'> for this kind of\b",
+            # a model implementation that knows only some versions of its model (vLLM's MiniCPMV)
+            r"\b[A-Z]\w+ only supports versions? \d[\d.]*(?:, \d[\d.]*)*,? (?:and|or) \d[\d.]*",
         ),
         "This SGLang version has no implementation for the model's architecture.",
         (
@@ -591,6 +596,9 @@ CATALOG: tuple[Signature, ...] = (
             # the command ninja prints under FAILED: at the start of a line (a successful verbose build
             # prints it after its "[n/m] " counter); vLLM logs it at ERROR when flashinfer's JIT fails
             r"^:?/\S+/bin/nvcc --?\w",
+            # Triton's compiler (its MLIR passes) aborting on a kernel as it compiles it at first use
+            # (LightLLM issue 156: a Triton release the kernels were not written for)
+            r"mlir::triton::\w+.{0,400}Assertion `",
         ),
         "A kernel that is compiled at launch (flashinfer, triton, deep_gemm JIT) failed to build.",
         (
@@ -833,8 +841,18 @@ _ADDRESS_NOT_AVAILABLE = Signature(
     ),
     source="uvicorn / socket bind",
 )
+# a package older or newer than the code that calls it: the module is there, the name is not
+_VERSION_MISMATCH = Signature(
+    IMPORT_FAILED,
+    _re(r"AttributeError: module '[\w.]+' has no attribute '\w+'"),
+    "A package in the environment is not the version the code calling it was written for: "
+    "the module imports, but lacks a name it uses.",
+    (LOCK_ADVICE,),
+    source="python import system",
+)
 CATALOG = CATALOG + (
     _IMPORT, _FABRIC_NOT_READY, _NO_GPU, _KILLED, _RAY_KILLED, _CUSTOM_ALLREDUCE_P2P, _ADDRESS_NOT_AVAILABLE,
+    _VERSION_MISMATCH,
 )
 
 _OOM_ADVICE: dict[str | None, tuple[str, ...]] = {
@@ -966,7 +984,9 @@ _CRASH = re.compile(r"\b[Ss]egmentation fault\b"
                     # a Rust launcher's or router's panic (TGI's launcher and router, sgl-router)
                     r"|\bthread '[^']{1,80}' panicked at\b"
                     # a C++ exception nothing caught (std::terminate's report), a C++ engine's failed check
-                    r"|\bterminate called after throwing an instance of\b|\]\[ERROR\] Assertion failed: ")
+                    r"|\bterminate called after throwing an instance of\b|\]\[ERROR\] Assertion failed: "
+                    # C's assert() as glibc reports it: "python: x.cpp:40: f(): Assertion `cond' failed."
+                    r"|: Assertion `[^`]{0,400}' failed\.")
 _IMPORT_IGNORED = re.compile(r"Ignore import error when loading (sglang\.srt\.models\.\w+)")
 _READY = re.compile(r"The server is fired up and ready to roll!")
 
@@ -1122,14 +1142,19 @@ def _match(text: str) -> Signature | None:
 _FLAGS_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == FLAGS_REFUSED)
 
 
+# a command line's own parse_args (an argparse subclass that checks more: vLLM's FlexibleArgumentParser)
+_PARSE_ARGS_FRAME = re.compile(r'", line \d+, in parse_(?:known_)?args$')
+
+
 def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
-    """A traceback's exception by the catalog; an unmatched one raised from server_args.py
-    is SGLang refusing the flags (its checks are asserts and ValueErrors there), one raised
+    """A traceback's exception by the catalog; an unmatched one raised from server_args.py or a
+    parser's parse_args is the launcher refusing the flags (SGLang's checks are asserts and
+    ValueErrors there), one raised
     while ninja ran a kernel build is that build failing."""
     assert tb.exception is not None
     text = _exception_text(msgs, tb.exception)
     sig = _match(text)
-    if sig is None and tb.frames and "server_args.py" in tb.frames[-1]:
+    if sig is None and tb.frames and ("server_args.py" in tb.frames[-1] or _PARSE_ARGS_FRAME.search(tb.frames[-1])):
         return _FLAGS_SIGNATURE
     if sig is None and text.startswith("KeyError") and any("configuration_auto.py" in f for f in tb.frames):
         # transformers' CONFIG_MAPPING has no entry for the checkpoint's model_type: too old
