@@ -43,6 +43,8 @@ KNOWN = {
     ("--ssl-certfile", "x", "--ssl-keyfile", "x"): "the same check, the files given the other way round",
     ("--remote-instance-weight-loader-start-seed-via-transfer-engine",):
         "needs the mooncake package installed (0.5.9): a property of the image, not of the flags",
+    ("--disaggregation-ib-device", "x"): "with a mooncake transfer SGLang checks the named devices against "
+                                         "/sys/class/infiniband (_validate_ib_devices): a property of the machine",
 }
 
 
