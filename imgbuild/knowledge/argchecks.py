@@ -14,9 +14,10 @@ read config.json's architectures, which plan passes in.
 Deliberately not here: checks that need the machine (--enable-http2 needs the granian package,
 --mamba-backend flashinfer needs flashinfer's mamba module, SSL files must exist, a mooncake
 transfer's --disaggregation-ib-device must be in /sys/class/infiniband, GPU generation checks),
-those that depend on what SGLang resolves for the model (--enable-mis: the attention backend; --enable-linear-replayssm: the mamba strategy; --enable-page-major-kv-layout in 0.5.15-0.5.18:
-the attention backends resolved for the model and GPU), and prefill_complete's one message listing
-every unsupported feature of the setup.
+those that depend on what SGLang resolves for the model (--enable-mis: the attention backend;
+--enable-linear-replayssm: the mamba strategy; --enable-page-major-kv-layout in 0.5.15-0.5.18: the
+attention backends resolved for the model and GPU), and prefill_complete's one message listing every
+unsupported feature of the setup.
 """
 
 from __future__ import annotations
