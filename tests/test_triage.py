@@ -426,10 +426,14 @@ def test_triage_imports_no_adapter_library():
 # the tuned logs alone (an exception from a parser's parse_args is flags-refused; transformers' auto
 # classes without the config and a model that knows only some of its versions are
 # unsupported-architecture; a module without the name its caller uses is a version mismatch; C's
-# assert() is a failure, and in Triton's compiler a JIT failure); scored after, 114 of 136.
+# assert() is a failure, and in Triton's compiler a JIT failure); scored after, 114 of 136. Of the 12
+# collected after that (SGLang, Ascend's SGLang, vLLM, vLLM-Ascend, llm-d, club-3090 threads; 11 tuned, 1
+# held out; one excerpt without its final error left out), scored before any change: the tuned part 10
+# of 11, the new held-out log 1 of 1. The miss was fixed from it (a layer refusing the chosen
+# --attention-backend is flags-refused); scored after, 115 of 137.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.83  # measured 114 of 136 (0.838); the target is 0.95
+HELDOUT_FLOOR = 0.83  # measured 115 of 137 (0.839); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

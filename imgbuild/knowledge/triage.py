@@ -614,6 +614,9 @@ CATALOG: tuple[Signature, ...] = (
         FLAGS_REFUSED,
         _re(
             r"launch_server\.py: error: ",
+            # a layer refusing the --attention-backend the flags chose (sglang issue 35743: sage_attn
+            # for a diffusion model's audio VAE)
+            r"[Aa]ttention backend '[\w-]+' is not supported by this",
             r"error: unrecognized arguments: ",
             r"error: argument --[\w-]+: ",
             r"error: the following arguments are required",
