@@ -332,16 +332,22 @@ def checkpoint_kv_cache_dtype(g: ModelGeometry, version: str) -> str | None:
     return None
 
 
+def _serves_sparse_mla(inp: MemoryInputs) -> bool:
+    """DeepSeek sparse attention as SGLang serves it from 0.5.4.post1: MLA with the indexer."""
+    g = inp.geometry
+    return g.dsa_indexer and g.mla and _vkey(inp.rules.version) >= _vkey("0.5.4")
+
+
 def served_kv_cache_dtype(inp: MemoryInputs) -> str:
     """--kv-cache-dtype as the KV pool is allocated: "auto" resolved through the checkpoint, and for a
     DeepSeek sparse-attention model (MLA with index_topk) by the GPU: fp8_e4m3 on SM 10 and newer,
     bfloat16 below (server_args.py _set_default_nsa_kv_cache_dtype 0.5.6-0.5.13, _set_default_dsa_kv_cache_dtype
     0.5.14-0.5.18, arg_groups/overrides.py from 0.5.19; 0.5.4.post1 sets fp8_e4m3 on SM 10+ inline)."""
     if (inp.kv_cache_dtype or "auto").lower() == "auto":
-        g, cc = inp.geometry, inp.gpu_compute_capability
-        if g.dsa_indexer and g.mla and cc and _vkey(inp.rules.version) >= _vkey("0.5.4"):
+        cc = inp.gpu_compute_capability
+        if cc and _serves_sparse_mla(inp):
             return "fp8_e4m3" if int(float(cc)) >= 10 else "auto"
-        return checkpoint_kv_cache_dtype(g, inp.rules.version) or "auto"
+        return checkpoint_kv_cache_dtype(inp.geometry, inp.rules.version) or "auto"
     return inp.kv_cache_dtype
 
 
@@ -1263,7 +1269,7 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     context = _context_length(inp, out)
     _replayssm_refusals(inp, algo, out)
     radix, strategy, page_size = _mamba_radix_cache(inp, algo, out)
-    if inp.geometry.dsa_indexer and inp.geometry.mla and _vkey(inp.rules.version) >= _vkey("0.5.4"):
+    if _serves_sparse_mla(inp):
         # "Setting page size to 64 for DeepSeek NSA/DSA." on CUDA, over any --page-size (server_args.py
         # 0.5.4.post1-0.5.18, arg_groups/model_overrides/deepseek_v2.py from 0.5.19)
         page_size = 64
