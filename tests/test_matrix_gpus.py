@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from imgbuild.flows.check import CheckOptions, check_model
-from imgbuild.knowledge.matrix import load_matrix, normalize_gpu_name
+from imgbuild.errors import UsageError
+from imgbuild.knowledge.matrix import GPU_PLATFORMS, load_matrix, normalize_gpu_name
 
 SEED_MODEL = str(Path(__file__).resolve().parent.parent / "examples" / "qwen3.6-27b")
 
@@ -22,7 +23,7 @@ def test_every_gpu_name_and_alias_resolves_to_its_own_row(shipped) -> None:
     wrong = []
     for gpu in shipped.gpus:
         for text in (gpu.name, *gpu.aliases):
-            spec, count = shipped.resolve_gpu(text)
+            spec, count = shipped.resolve_gpu(text, platforms=GPU_PLATFORMS)
             if spec is not gpu or count != 1:
                 wrong.append(f"{text!r} -> {spec.name} x{count}, expected {gpu.name}")
     assert wrong == []
@@ -61,3 +62,14 @@ def test_check_reads_compute_capability_of_the_added_rows(shipped, gpu: str, sgl
     opts = CheckOptions(model=SEED_MODEL, sglang=sglang, gpu=gpu, driver="580.126.09")
     result = check_model(opts, matrix=shipped, probe=None)
     assert any("compute capability" in r for r in result.reasons) is refused, result.reasons
+
+
+def test_an_amd_gpu_is_planned_but_not_built_or_checked_for(shipped) -> None:
+    """The MI300X row (platform rocm) resolves for plan; check, build and certify resolve GPUs
+    with the default CUDA-only platforms and refuse it in one line that points at plan."""
+    spec, count = shipped.resolve_gpu("MI300Xx4", platforms=GPU_PLATFORMS)
+    assert (spec.name, spec.platform, count) == ("MI300X", "rocm", 4)
+    with pytest.raises(UsageError) as refused:
+        check_model(CheckOptions(model=SEED_MODEL, sglang="0.5.11", gpu="MI300Xx4"), matrix=shipped, probe=None)
+    assert "AMD GPU (ROCm)" in refused.value.message
+    assert "imgbuild plan --gpu 'MI300Xx4'" in (refused.value.hint or "")

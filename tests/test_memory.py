@@ -641,3 +641,40 @@ def test_deepseek_sparse_attention_counts_its_indexer_and_its_fp8_layout(tmp_pat
     (tmp_path / "glm5" / "config.json").write_text(json.dumps(glm5))
     g = load_geometry(tmp_path / "glm5")
     assert g.mla and g.dsa_indexer  # configs/model_config.py builds MLA for it, and it has the indexer
+
+
+# ROCm: SGLang scales --mem-fraction-static for the aiter attention backend above an 8K context
+# (memory.aiter_mfs_factor; the release files it follows are named there). The factor is read
+# from SGLang's source; the launch it explains is tests/data/plan_logs' Qwen3-Next on 4 x MI300X.
+DSV3 = ROOT / "tests" / "data" / "plan_logs" / "models" / "deepseek-v3"
+
+
+def _rocm_mfs(model: Path, version: str, *, platform: str = "rocm", **flags: Any) -> float:
+    g = load_geometry(model)
+    flags.setdefault("tp_size", 4)
+    inp = MemoryInputs(rules_for(version), g, gpu_total_mib=196288, free_before_load_gib=190.0,
+                       mem_fraction_static=0.8, platform=platform, **flags)
+    return plan_memory(inp).mem_fraction_static
+
+
+@pytest.mark.parametrize(
+    ("version", "platform", "flags", "factor"),
+    [
+        ("0.5.11", "rocm", {}, 0.85),  # MHA (Gated DeltaNet hybrid): aiter by default
+        ("0.5.4.post1", "rocm", {}, 0.90),  # the one release with 0.90
+        ("0.4.9", "rocm", {}, 0.85),  # model_runner.py's form
+        ("0.4.6.post2", "rocm", {}, 1.0),  # before the rule
+        ("0.5.23", "rocm", {}, 0.85),
+        ("0.5.11", "cuda", {}, 1.0),
+        ("0.5.11", "rocm", {"attention_backend": "triton"}, 1.0),
+        ("0.5.11", "rocm", {"context_length": 8192}, 1.0),  # 8,192 is not above 8K
+    ],
+)
+def test_rocm_aiter_scales_mem_fraction_static(version: str, platform: str, flags: dict[str, Any], factor: float) -> None:
+    assert _rocm_mfs(QWEN3_NEXT, version, platform=platform, **flags) == pytest.approx(0.8 * factor)
+
+
+@pytest.mark.parametrize(("tp", "factor"), [(8, 0.85), (4, 1.0), (1, 0.85)])
+def test_rocm_mla_takes_aiter_only_at_16_or_128_heads_per_rank(tp: int, factor: float) -> None:
+    # DeepSeek-V3's 128 KV heads: 16 per rank at TP 8 and 128 at TP 1 pick aiter, 32 at TP 4 triton
+    assert _rocm_mfs(DSV3, "0.5.11", tp_size=tp) == pytest.approx(0.8 * factor)

@@ -41,7 +41,7 @@ def test_a_sized_gpu_plans_like_the_listed_one_of_that_memory() -> None:
         return json.loads(result.stdout)
 
     listed, sized = plan("L40S"), plan("46068MiB")
-    assert sized["gpu"] == {"name": "46068MiB", "count": 1, "source": "--gpu"}
+    assert sized["gpu"] == {"name": "46068MiB", "count": 1, "source": "--gpu", "platform": "cuda"}
     assert sized["per_gpu"] == listed["per_gpu"] and sized["mem_fraction_static"] == listed["mem_fraction_static"]
 
 

@@ -38,7 +38,7 @@ WEIGHTS_TOLERANCE = 0.03  # and for the weights per GPU
 # what plan answers today on each part: a change to the planner that lowers a figure is a
 # regression against real launches; one that raises it should raise the floor here
 FLOOR = {
-    "tuning": {"verdicts_right": 36, "kv_within_tolerance": 25, "weights_within_tolerance": 27},
+    "tuning": {"verdicts_right": 36, "kv_within_tolerance": 26, "weights_within_tolerance": 27},
     "held_out": {"verdicts_right": 10, "kv_within_tolerance": 7, "weights_within_tolerance": 5},
 }
 

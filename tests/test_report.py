@@ -296,4 +296,4 @@ def test_a_target_whose_model_cannot_be_read_offline_says_why(tmp_path: Path) ->
     planned = plan_target(seed, matrix, {seed.model or "": str(tmp_path / "missing")})
     assert planned["plan"] is None and planned["not_planned"]
     from_dir = plan_target(seed, matrix, {seed.model or "": str(ROOT / "examples" / "qwen3.6-27b")})
-    assert from_dir["plan"]["gpu"] == {"name": "RTX A6000", "count": 2, "source": "--gpu"}
+    assert from_dir["plan"]["gpu"] == {"name": "RTX A6000", "count": 2, "source": "--gpu", "platform": "cuda"}

@@ -53,7 +53,7 @@ def matrix_show(sglang: str | None, matrix_path: str | None, as_json: bool) -> N
                          "lock_imports": {k: r["imports"] for k, r in e.lock_smoke.items()}} for e in m.engines],
             "cuda": [{"version": c.version, "min_driver": c.min_driver, "sm": list(c.sm)} for c in m.cuda],
             "gpus": [{"name": g.name, "compute_capability": g.compute_capability, "memory_mib": g.memory_mib,
-                      "aliases": list(g.aliases)} for g in m.gpus],
+                      "aliases": list(g.aliases), "platform": g.platform} for g in m.gpus],
             "targets_file": None if m.targets_file is None else str(m.targets_file),
             "targets": _target_rows(m),
         })
@@ -72,7 +72,8 @@ def matrix_show(sglang: str | None, matrix_path: str | None, as_json: bool) -> N
     click.echo("")
     click.echo(f"{'gpu':<36}{'sm':<6}{'MiB':>8}  aliases")
     for g in m.gpus:
-        click.echo(f"{g.name:<36}{g.compute_capability:<6}{g.memory_mib:>8}  {', '.join(g.aliases)}")
+        rocm = "  (ROCm: plan only)" if g.platform == "rocm" else ""
+        click.echo(f"{g.name:<36}{g.compute_capability:<6}{g.memory_mib:>8}  {', '.join(g.aliases)}{rocm}")
     click.echo("")
     click.echo(f"{'target':<32}{'kind':<8}{'sglang':<10}{'gpus':<20}from")
     for t in _target_rows(m):

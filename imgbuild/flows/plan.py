@@ -28,6 +28,7 @@ from imgbuild.knowledge.memory import (
     rules_for,
     startup_allowance_gib,
 )
+from imgbuild.knowledge.matrix import GPU_PLATFORMS
 from imgbuild.knowledge.modelinfo import ModelGeometry, ModelInfo
 from imgbuild.knowledge.planerror import margin_error_share, plan_error
 from imgbuild.knowledge.suggest import GpuView, Suggestion, suggest_changes
@@ -111,13 +112,14 @@ class PlanResult:
             "sglang": self.sglang,
             "sglang_source": self.sglang_source,
             "rules": p.rules.era,
-            "gpu": {"name": self.gpu_name, "count": self.gpu_count, "source": self.gpu_source},
+            "gpu": {"name": self.gpu_name, "count": self.gpu_count, "source": self.gpu_source, "platform": p.platform},
             "launch_flags": list(self.launch_flags),
             "fits": self.fits,
             "verdict": self.verdict,
             "sglang_error": p.refusal or p.failure,
             "mem_fraction_static": p.mem_fraction_static,
             "mem_fraction_static_default": p.mem_fraction_static_default,
+            "mem_fraction_static_aiter_factor": p.aiter_factor,  # ROCm's aiter backend (knowledge/memory.py)
             "max_running_requests": p.max_running_requests,
             "context_length": p.context_length,
             "chunked_prefill_size": p.chunked_prefill_size,
@@ -194,10 +196,10 @@ def read_gpus(options_gpu: str | None, *, matrix: Any, probe: Any, world: int, t
             name, count, mib = custom
             allowance = startup_allowance_gib(tp, pp, nnodes)
             return GpuView(name, count, float(mib), mib / 1024 - allowance, allowance, "--gpu")
-        spec, count = matrix.resolve_gpu(options_gpu)
+        spec, count = matrix.resolve_gpu(options_gpu, platforms=GPU_PLATFORMS)
         allowance = startup_allowance_gib(tp, pp, nnodes, spec.nvlink)
         return GpuView(spec.name, count, float(spec.memory_mib), spec.memory_mib / 1024 - allowance, allowance, "--gpu",
-                       nvlink=spec.nvlink)
+                       nvlink=spec.nvlink, platform=spec.platform)
     if probe is None:
         raise UsageError("no --gpu and no GPU probe", hint="pass --gpu NAME[xN] to plan for GPUs you are not on")
     host = probe.read()
@@ -301,6 +303,8 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         enable_dp_attention=launch.enable_dp_attention,
         gpu_total_mib=gpus.total_mib,
         free_before_load_gib=gpus.free_gib,
+        platform=gpus.platform,
+        attention_backend=v.get("attention_backend"),
         mem_fraction_static=launch.mem_fraction_static,
         chunked_prefill_size=v.get("chunked_prefill_size"),
         cuda_graph_max_bs=v.get("cuda_graph_max_bs"),
@@ -460,14 +464,18 @@ def _row(label: str, value: str) -> str:
 def _budget_rows(result: PlanResult) -> list[str]:
     """The per-GPU budget, in the order SGLang logs it: F0, weights, pools, draft, headroom."""
     p = result.plan
-    rows = [_row("per GPU", "GiB"), _row("memory.total (nvidia-smi)", f"{result.gpu_total_mib / 1024:.2f}")]
+    rocm = p.platform == "rocm"
+    rows = [_row("per GPU", "GiB"), _row(f"memory.total ({'rocm-smi' if rocm else 'nvidia-smi'})", f"{result.gpu_total_mib / 1024:.2f}")]
     if result.gpu_source != "--gpu":
         rows.append(_row("NVML memory free now (smallest of the GPUs the launch uses)", f"{p.free_before_load_gib + result.allowance_gib:.2f}"))
-    rows.append(_row("- CUDA context + NCCL (imgbuild allowance, from real logs)", f"-{result.allowance_gib:.2f}"))
+    context = "HIP context + RCCL" if rocm else "CUDA context + NCCL"
+    rows.append(_row(f"- {context} (imgbuild allowance, from real logs)", f"-{result.allowance_gib:.2f}"))
     rows.append(_row("Load weight begin. avail mem  (F0)", f"{p.free_before_load_gib:.2f}"))
     rows.append(_row("Load weight end. mem usage  (target weights)", f"{p.weights_gib:.2f}"))
     rows.append(_row("Load weight end. avail mem", f"{p.avail_after_load_gib:.2f}"))
     origin = "default formula" if p.mem_fraction_static_default else "--mem-fraction-static"
+    if p.aiter_factor != 1.0:
+        origin += f" x {p.aiter_factor:.2f}, aiter on ROCm"
     rows.append(_row(f"mem_fraction_static ({origin})", f"{p.mem_fraction_static:.3f}"))
     rows.append(_row("F0 x (1 - mfs): kept back for activations, graphs" + (", draft" if p.speculative_algorithm else ""), f"{p.slack_gib:.2f}"))
     if p.rules.draft_weights_before_kv and p.draft_weights_gib:

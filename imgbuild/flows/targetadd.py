@@ -436,7 +436,7 @@ def smallest_fits(info: ModelInfo, spec: GpuSpec, count: int, flags: tuple[str, 
     base_flags = tuple(f for i, f in enumerate(flags) if f.partition("=")[0] not in _TP_FLAGS
                        and not (i and flags[i - 1] in _TP_FLAGS))
     same = [(spec, n) for n in GPU_COUNTS if n > count]
-    others = sorted(((g, n) for g in matrix.gpus for n in GPU_COUNTS
+    others = sorted(((g, n) for g in matrix.gpus if g.platform == "cuda" for n in GPU_COUNTS
                      if g.name != spec.name and g.memory_mib * n > spec.memory_mib * count),
                     key=lambda gn: (gn[0].memory_mib * gn[1], gn[1], gn[0].name))
     out: list[str] = []

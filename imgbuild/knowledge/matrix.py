@@ -64,6 +64,7 @@ def data_root() -> Path:
 _GPU_COUNT_SUFFIX = re.compile(r"^(?P<name>.+?)\s*[x×*]\s*(?P<count>\d+)$", re.IGNORECASE)
 _GPU_COUNT_PREFIX = re.compile(r"^(?P<count>\d+)\s*[x×*]\s*(?P<name>.+)$", re.IGNORECASE)
 MAX_GPU_COUNT = 1024  # 128 nodes of 8: past any one deployment a plan describes
+GPU_PLATFORMS = ("cuda", "rocm")  # gpus: platform (AMD Instinct GPUs: plan only)
 
 
 def normalize_gpu_name(text: str) -> str:
@@ -121,9 +122,19 @@ class Matrix:
     def gpu_by_smi_name(self, name: str) -> GpuSpec | None:
         return self._gpu_index.get(normalize_gpu_name(name))
 
-    def resolve_gpu(self, text: str) -> tuple[GpuSpec, int]:
-        """'RTX A6000x2', 'a6000 x 2', '2xH100-SXM', 'H200' -> (spec, count)."""
-        raw_text = text.strip()
+    def resolve_gpu(self, text: str, *, platforms: tuple[str, ...] = ("cuda",)) -> tuple[GpuSpec, int]:
+        """'RTX A6000x2', 'a6000 x 2', '2xH100-SXM', 'H200' -> (spec, count). A GPU of a platform
+        outside ``platforms`` (an AMD GPU where an image is built or certified) is a UsageError."""
+        spec, count = self._resolve_gpu(text.strip())
+        if spec.platform not in platforms:
+            raise UsageError(
+                f"{text.strip()!r} is an AMD GPU (ROCm): imgbuild builds and certifies CUDA images only",
+                hint=f"imgbuild plan --gpu '{spec.name}x{count}' plans an SGLang launch on it; "
+                "build and certify for an NVIDIA GPU",
+            )
+        return spec, count
+
+    def _resolve_gpu(self, raw_text: str) -> tuple[GpuSpec, int]:
         whole = self.gpu_by_smi_name(raw_text)
         if whole is not None:  # names such as 'RTX 5090' end in 'X <digits>' themselves
             return whole, 1
@@ -463,6 +474,10 @@ class _Checker:
             if nvlink is not None and not isinstance(nvlink, bool):
                 self.problem(where + ("nvlink",), f"must be true or false, not {nvlink!r}")
                 nvlink = None
+            platform = row.get("platform", "cuda")
+            if platform not in GPU_PLATFORMS:
+                self.problem(where + ("platform",), f"must be one of {', '.join(GPU_PLATFORMS)}, not {platform!r}")
+                platform = "cuda"
             for j, alias in enumerate(aliases):
                 key = normalize_gpu_name(alias)
                 if key in seen and seen[key] != where:
@@ -471,7 +486,7 @@ class _Checker:
             if name and cc and isinstance(memory, int):
                 out.append(
                     GpuSpec(name=name, aliases=aliases, smi_names=smi_names, compute_capability=cc, memory_mib=memory,
-                            nvlink=nvlink)
+                            nvlink=nvlink, platform=platform)
                 )
         return tuple(out)
 

@@ -627,6 +627,8 @@ class MemoryInputs:
     draft_model_external: bool = False  # --speculative-draft-model-path to another model
     draft_geometry: ModelGeometry | None = None  # that model's config.json, read by modelinfo
     gpu_compute_capability: str | None = None  # "9.0": matrix.yaml's row for the GPU (None: unknown)
+    platform: str = "cuda"  # matrix.yaml's row: "rocm" on an AMD Instinct GPU (aiter_mfs_factor)
+    attention_backend: str | None = None  # --attention-backend as given (None: the release's default)
     disable_radix_cache: bool = False
     mamba_strategy: str = "auto"
     mamba_ssm_dtype: str | None = None
@@ -699,6 +701,8 @@ class MemoryPlan:
     margin_error_gib: float = 0.0
     # the only problem is the runtime headroom (so the margin alone decides the verdict)
     memory_only: bool = True
+    platform: str = "cuda"  # "rocm": an AMD Instinct GPU
+    aiter_factor: float = 1.0  # aiter_mfs_factor, already in mem_fraction_static
 
     @property
     def state_gib(self) -> float:
@@ -1227,6 +1231,42 @@ def _extra_buffer_page_size(inp: MemoryInputs, out: _Outcome) -> None:
                    f"{page}" if _vkey(inp.rules.version) < _vkey("0.5.14") else "AssertionError: ")
 
 
+def rocm_default_attention_backend(inp: MemoryInputs) -> str:
+    """The attention backend SGLang picks on ROCm when --attention-backend is not given
+    (model_executor/model_runner.py model_specific_adjustment 0.4.7-0.5.3, server_args.py
+    _handle_attention_backend_compatibility 0.5.4.post1-0.5.18, arg_groups/model_override_base.py
+    get_default_attn_backend from 0.5.19): aiter for MHA; for MLA aiter only when the KV heads
+    per TP rank (ModelConfig.get_num_kv_heads) are 16 or 128 ("current aiter only support head
+    number 16 or 128"), and through 0.5.2 only without speculative decoding; triton otherwise.
+    DeepSeek sparse attention serves on its own backend (nsa / dsa)."""
+    g = inp.geometry
+    if _serves_sparse_mla(inp):
+        return "nsa"
+    if not g.mla:
+        return "aiter"
+    per_rank = max(1, g.num_kv_heads // max(1, inp.attn_tp_size or inp.tp_size))
+    if per_rank not in (16, 128):
+        return "triton"
+    if inp.speculative_algorithm is not None and _vkey(inp.rules.version) < _vkey("0.5.3"):
+        return "triton"
+    return "aiter"
+
+
+def aiter_mfs_factor(inp: MemoryInputs, context_len: int) -> float:
+    """On ROCm with the aiter attention backend and a context above 8,192 tokens, SGLang scales
+    --mem-fraction-static, given or default, to leave aiter its workspace ("AMD platforms
+    backends"): x 0.85 from 0.4.7 (model_runner.py through 0.5.3, server_args.py
+    _handle_attention_backend_compatibility 0.5.4.post1-0.5.18, arg_groups/attention_hook.py
+    handle_attention_backend_compatibility from 0.5.19, where SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION=1
+    skips it for a given value), x 0.90 in 0.5.4.x (read in 0.5.4.post1). 1.0 on CUDA."""
+    key = _vkey(inp.rules.version)
+    if inp.platform != "rocm" or key < _vkey("0.4.7") or context_len <= 8192:
+        return 1.0
+    if (inp.attention_backend or rocm_default_attention_backend(inp)) != "aiter":
+        return 1.0
+    return 0.90 if _vkey("0.5.4") <= key < _vkey("0.5.5") else 0.85
+
+
 def _model_runner_multimodal_factor(inp: MemoryInputs) -> float:
     """model_executor/model_runner.py model_specific_adjustment up to 0.4.8.post1: a multimodal
     model's --mem-fraction-static, given or default, is scaled down ("Automatically reduce
@@ -1267,6 +1307,7 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     mfs *= _model_runner_multimodal_factor(inp)
     mrr_flag, draft_tokens = _speculative_defaults(inp, algo)
     context = _context_length(inp, out)
+    mfs *= aiter_mfs_factor(inp, context)
     _replayssm_refusals(inp, algo, out)
     radix, strategy, page_size = _mamba_radix_cache(inp, algo, out)
     if _serves_sparse_mla(inp):
@@ -1808,6 +1849,8 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
         rules=rules,
         mem_fraction_static=s.mfs,
         mem_fraction_static_default=s.mfs_default,
+        platform=inp.platform,
+        aiter_factor=aiter_mfs_factor(inp, s.context),
         chunked_prefill_size=s.chunked,
         cuda_graph_max_bs=s.graph_bs,
         gpu_total_gib=(inp.gpu_total_mib or 0) / 1024,

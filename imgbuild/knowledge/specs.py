@@ -45,6 +45,9 @@ class GpuSpec:
     # every board of a multi-GPU server on NVLink (SXM / HGX: True), pairs at most (PCIe cards,
     # bridged pairs: False), or not recorded (None)
     nvlink: bool | None = None
+    # the software stack SGLang runs on it: "cuda" (NVIDIA) or "rocm" (AMD Instinct). imgbuild
+    # builds and certifies CUDA images only; plan models both (knowledge/memory.py aiter_mfs_factor)
+    platform: str = "cuda"
 
 
 @dataclass(frozen=True)

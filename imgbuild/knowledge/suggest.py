@@ -26,6 +26,7 @@ class GpuView:
     source: str
     holders: tuple[str, ...] = ()  # processes already holding memory on the GPUs the launch uses
     nvlink: bool | None = None  # matrix.yaml's row: all boards on NVLink (None: not recorded)
+    platform: str = "cuda"  # matrix.yaml's row: "rocm" for an AMD Instinct GPU
 
 
 @dataclass(frozen=True)
