@@ -440,6 +440,9 @@ CATALOG: tuple[Signature, ...] = (
             r"FlashAttention only supports Ampere GPUs or newer",
             # TensorRT-LLM's kernel runners on a GPU they have no kernels for (fmhaRunner.cpp on a V100)
             r"Assertion failed: Unsupported architecture \([^)]{0,200}\.(?:cpp|cu|h):\d+\)",
+            # torch/cuda/__init__.py _check_capability: a GPU below the oldest capability the wheel is
+            # built for (a V100 under a torch built for sm_75+); every kernel then fails
+            r"PyTorch no longer supports this GPU because it is too old",
         ),
         "The image's CUDA kernels were not built for this GPU's compute capability.",
         (
@@ -510,6 +513,9 @@ CATALOG: tuple[Signature, ...] = (
             r"\[Errno 98\]",
             r"address already in use",
             r"EADDRINUSE",
+            r"\[Errno 10048\]",  # Windows' WSAEADDRINUSE, in the system's language after it
+            # gradio's networking.py start_server (the web UIs of LlamaFactory, lmdeploy, FastChat)
+            r"Cannot find empty port in range: \d+-\d+",
             r"Only one usage of each socket address \(protocol/network address/port\) is normally permitted",
             # utils/network.py wait_port_available: "{port_name} at {port} is not available in {timeout} seconds"
             r"port at \d+ is not available|\bat \d+ is not available in \d+ seconds",
@@ -579,6 +585,7 @@ CATALOG: tuple[Signature, ...] = (
             r"No such file or directory: 'ninja'",
             r"Ninja is required to load C\+\+ extensions",
             r"ninja: build stopped",
+            r"Ninja build failed",  # flashinfer's jit/cpp_ext.py run_ninja ("Ninja build failed. Ninja output: ...")
             r"Error building extension",
             r"fatal error: [\w./-]+\.h: No such file or directory",
             r"nvcc: (command )?not found|Could not find nvcc",
@@ -656,7 +663,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Empty host in address",
             r"Invalid port number: ",
             # argparse on a positional (a subcommand): "TRL CLI: error: argument command: invalid choice: 'x'"
-            r"error: argument [\w-]+: invalid choice: ",
+            # (argparse names a subparsers action without a dest by its choices: "argument {a,b}: invalid choice")
+            r"error: argument (?:[\w-]+|\{[\w,-]+\}): invalid choice: ",
             # TensorRT-LLM's LLM args (llmapi/llm_args.py) on a key of --extra_llm_api_options it does not take
             r"got invalid argument: \w+",
             # vLLM's platforms (cuda.py check_if_supports_dtype): the checkpoint's bfloat16 on a pre-Ampere GPU,
@@ -909,6 +917,7 @@ _SIGQUIT = re.compile(r"Received sigquit from a child proces")  # "proces" in 0.
 _CHILD_REPORT = re.compile(
     r"Engine core initialization failed\. See root cause above|^Root Cause \(first observed failure\):|\bChildFailedError\b"
     r"|Engine core proc \w+ died unexpectedly"  # vLLM's client (v1/engine/core_client.py)
+    r"|\bWorker proc \S+ died unexpectedly"  # vLLM's v1/executor/multiproc_executor.py: a TP worker
     # model_executor/model_runner.py (0.4.x-0.5.x): this rank loaded, another did not
     r"|but there are other ranks that didn't finish loading"
     # Xinference's actor framework (xoscar) when the model's subprocess went away
@@ -990,6 +999,11 @@ _CRASH = re.compile(r"\b[Ss]egmentation fault\b"
                     r"|\bterminate called after throwing an instance of\b|\]\[ERROR\] Assertion failed: "
                     # C's assert() as glibc reports it: "python: x.cpp:40: f(): Assertion `cond' failed."
                     r"|: Assertion `[^`]{0,400}' failed\.")
+# Python's own words for a call that does not fit the function (a TypeError), pasted without the
+# "TypeError: " prefix: a failure in the program's code, with no traceback
+_BAD_CALL = re.compile(r"^\w+\(\) (?:got multiple values for argument '\w+'|got an unexpected keyword argument '\w+'"
+                       r"|missing \d+ required (?:positional|keyword-only) arguments?: "
+                       r"|takes (?:from \d+ to )?\d+ positional arguments? but \d+ (?:was|were) given)")
 _IMPORT_IGNORED = re.compile(r"Ignore import error when loading (sglang\.srt\.models\.\w+)")
 _READY = re.compile(r"The server is fired up and ready to roll!")
 
@@ -1010,7 +1024,7 @@ _CPU_HINTS = re.compile(
 _ALL_KEYS = [k for sig in CATALOG for rx in sig.patterns for k in rx.keys] + [
     k for rx in (_SIGQUIT, _TRACEBACK, _FRAME, _HIT_EXCEPTION, _CPP_EXCEPTION, _IMPORT_IGNORED, _READY,
                  _M_LOAD_BEGIN, _M_LOAD_END, _M_POOL, _M_CAPTURE_BEGIN, _M_CAPTURE_END, _CPU_HINTS, _CHILD_REPORT,
-                 _FAILED_WITH, _CRASH, _FAILED_LOAD, _PROXIED_SELF)
+                 _FAILED_WITH, _CRASH, _FAILED_LOAD, _PROXIED_SELF, _BAD_CALL)
     for k in _keys_of(rx.pattern)] + ["error", "exception", "exit", "interrupt", "fail"]
 _HOT_KEYS = tuple(k for k in dict.fromkeys(_ALL_KEYS) if not any(o != k and o in k for o in _ALL_KEYS))
 
@@ -1610,7 +1624,7 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
         (" hit an exception" in m and _HIT_EXCEPTION.search(m))
         or (_TRACEBACK.search(m) and not _LOGGED_LEVEL.match(lines[i])) or _EXCEPTION.match(m)
         or _CPP_EXCEPTION.match(m) or _CHILD_REPORT.search(m) or _FAILED_WITH.match(m) or _CRASH.search(m)
-        or _FAILED_LOAD.search(m) or _PROXIED_SELF.search(m))), None)
+        or _FAILED_LOAD.search(m) or _PROXIED_SELF.search(m) or _BAD_CALL.match(m))), None)
     starts = [tb.start for tb in log.tracebacks]
     if starts and (marker is None or starts[0] < marker):
         marker = starts[0]
