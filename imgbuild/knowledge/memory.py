@@ -1045,6 +1045,7 @@ class _Settings:
     radix: bool
     strategy: str | None
     page_size: int
+    aiter_factor: float = 1.0  # aiter_mfs_factor, already in mfs
 
 
 def _piecewise_graphs(inp: MemoryInputs) -> bool:
@@ -1307,7 +1308,8 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     mfs *= _model_runner_multimodal_factor(inp)
     mrr_flag, draft_tokens = _speculative_defaults(inp, algo)
     context = _context_length(inp, out)
-    mfs *= aiter_mfs_factor(inp, context)
+    aiter = aiter_mfs_factor(inp, context)
+    mfs *= aiter
     _replayssm_refusals(inp, algo, out)
     radix, strategy, page_size = _mamba_radix_cache(inp, algo, out)
     if _serves_sparse_mla(inp):
@@ -1317,7 +1319,8 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     if late:
         out.refuse(inp.argument_error or "")
     return _Settings(
-        chunked, graph_bs, piecewise, algo, mfs, mfs_default, mrr_flag, draft_tokens, context, radix, strategy, page_size
+        chunked, graph_bs, piecewise, algo, mfs, mfs_default, mrr_flag, draft_tokens, context, radix, strategy, page_size,
+        aiter_factor=aiter,
     )
 
 
@@ -1850,7 +1853,7 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
         mem_fraction_static=s.mfs,
         mem_fraction_static_default=s.mfs_default,
         platform=inp.platform,
-        aiter_factor=aiter_mfs_factor(inp, s.context),
+        aiter_factor=s.aiter_factor,
         chunked_prefill_size=s.chunked,
         cuda_graph_max_bs=s.graph_bs,
         gpu_total_gib=(inp.gpu_total_mib or 0) / 1024,
