@@ -433,7 +433,7 @@ def test_triage_imports_no_adapter_library():
 # --attention-backend is flags-refused); scored after, 115 of 137.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.83  # measured 124 of 147 (0.844); the target is 0.95
+HELDOUT_FLOOR = 0.83  # measured 125 of 149 (0.839); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
