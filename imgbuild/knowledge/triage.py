@@ -31,9 +31,12 @@ and from public issue threads (cited in tests/data/failure-logs/).
 
 from __future__ import annotations
 
+import json
 import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Iterable
 
 # Class names; the CLI and the certificate use these strings.
@@ -1159,6 +1162,37 @@ def _match(text: str) -> Signature | None:
 _FLAGS_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == FLAGS_REFUSED)
 
 
+# SGLang's own texts on the way to ready, per release (scripts/gen_matrix/messages.py reads them from the wheels)
+MESSAGES_PATH = Path(__file__).resolve().parents[1] / "data" / "sglang_messages.json"
+_EXCEPTION_PREFIX = re.compile(r"^(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception): ")
+_MIN_LITERAL = 24  # a text's fixed words, at least: shorter ones ("Invalid {}: {}") would match anything
+
+
+@lru_cache(maxsize=1)
+def _server_args_refusals() -> re.Pattern[str] | None:
+    """Every check server_args.py (and its arg_groups) raises in any release, as one pattern: the
+    text's fixed words in order, anything where the source formats a value in. None without the data."""
+    try:
+        messages = json.loads(MESSAGES_PATH.read_text(encoding="utf-8"))["messages"]
+    except (OSError, ValueError, KeyError):
+        return None
+    alternatives = set()
+    for message in messages:
+        if message.get("step") != "server-args" or not str(message.get("kind", "")).startswith("raise"):
+            continue
+        pieces = [piece.strip() for piece in str(message["text"]).split("{...}")]
+        if sum(len(piece) for piece in pieces) < _MIN_LITERAL or len(pieces[0]) < 8:
+            continue
+        alternatives.add(r".{0,200}?".join(re.escape(piece) for piece in pieces if piece))
+    return re.compile("(?:" + "|".join(sorted(alternatives)) + ")") if alternatives else None
+
+
+def _is_server_args_refusal(text: str) -> bool:
+    """``text`` (an exception line) is one of SGLang's own server_args refusals, word for word."""
+    pattern = _server_args_refusals()
+    return pattern is not None and pattern.match(_EXCEPTION_PREFIX.sub("", text.strip(), count=1)) is not None
+
+
 # a command line's own parse_args (an argparse subclass that checks more: vLLM's FlexibleArgumentParser)
 _PARSE_ARGS_FRAME = re.compile(r'", line \d+, in parse_(?:known_)?args$')
 
@@ -1172,6 +1206,8 @@ def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
     text = _exception_text(msgs, tb.exception)
     sig = _match(text)
     if sig is None and tb.frames and ("server_args.py" in tb.frames[-1] or _PARSE_ARGS_FRAME.search(tb.frames[-1])):
+        return _FLAGS_SIGNATURE
+    if sig is None and _is_server_args_refusal(text):  # an excerpt that starts below server_args.py's frame
         return _FLAGS_SIGNATURE
     if sig is None and text.startswith("KeyError") and any("configuration_auto.py" in f for f in tb.frames):
         # transformers' CONFIG_MAPPING has no entry for the checkpoint's model_type: too old
@@ -1693,6 +1729,8 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
     exc = next((tb.exception for tb in log.tracebacks if tb.exception is not None), None)
     at = exc if exc is not None else marker
     cause = _exception_text(msgs, at) if exc is not None else msgs[at].strip()
+    if _is_server_args_refusal(cause):  # SGLang's own words for refused flags, pasted without the traceback
+        return _diagnose_at(log, at, _FLAGS_SIGNATURE, (), via=None)
     return _infer_from_words(log, at, cause) or Diagnosis(
         failure_class=UNKNOWN,
         cause=cause,
