@@ -323,3 +323,21 @@ def test_the_target_fields_a_targets_file_takes_are_targetspec_s() -> None:
     from imgbuild.knowledge.recipe import TargetSpec
 
     assert set(targetsfile._TARGET_TEXT + targetsfile._TARGET_LISTS) == set(TargetSpec.__dataclass_fields__)
+
+
+def test_a_target_missing_fields_or_on_an_amd_gpu_is_named_in_the_files_terms(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row without kind and base says which fields are missing (not Python's constructor error);
+    a row for an AMD GPU says imgbuild builds CUDA images only."""
+    monkeypatch.delenv("IMGBUILD_TARGETS", raising=False)
+    monkeypatch.delenv("IMGBUILD_MATRIX", raising=False)
+    monkeypatch.chdir(tmp_path)
+    row = '  - name: q\n    engine: "0.5.11"\n    python: "3.12"\n    model: Qwen/Qwen3.6-27B\n    gpus: "MI300Xx2"\n'
+    (tmp_path / "imgbuild.yaml").write_text("targets:\n" + row)
+    code, _, err = run(capsys, "matrix", "validate")
+    assert code == 2 and "imgbuild.yaml:2: targets[0]: kind, base missing: each target needs name, kind, engine, base, python" in err
+    assert "__init__" not in err and "Traceback" not in err
+    full = row.replace('    engine:', '    kind: sglang\n    cuda: "13.0"\n    base: cuda-13.0.1-devel-ubuntu24.04\n    engine:')
+    (tmp_path / "imgbuild.yaml").write_text("targets:\n" + full)
+    code, _, err = run(capsys, "matrix", "validate")
+    assert code == 2 and "targets[0].gpus: 'MI300Xx2' is an AMD GPU (ROCm): imgbuild builds and certifies CUDA images only" in err

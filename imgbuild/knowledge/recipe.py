@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
 from imgbuild import __version__
@@ -100,6 +100,11 @@ class TargetSpec:
         unknown = sorted(set(data) - known)
         if unknown:
             raise UsageError(f"target fields {unknown} are unknown", hint=f"known fields: {sorted(known)}")
+        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+        missing = [name for name in required if data.get(name) in (None, "")]
+        if missing:
+            raise UsageError(f"{', '.join(missing)} missing: each target needs {', '.join(required)}",
+                             hint="see the targets: rows of matrix.yaml for examples")
         values = dict(data)
         values["launch_flags"] = tuple(str(x) for x in values.get("launch_flags") or ())
         values["packages"] = tuple(str(x) for x in values.get("packages") or ())
