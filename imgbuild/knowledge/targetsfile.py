@@ -284,7 +284,8 @@ def _check_target_rows(rows: list[Any], shipped: Matrix, merged: Matrix, root: A
         for key in _TARGET_LISTS:
             value = row.get(key)
             if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-                problems.append((where + (key,), 'must be a list of quoted strings, e.g. ["--tp", "2"]'))
+                example = '["--tp", "2"]' if key == "launch_flags" else '["pytest==8.3.4"]'
+                problems.append((where + (key,), f"must be a list of quoted strings, e.g. {example}"))
                 row.pop(key)
         checked.append(row)
     newest = shipped.engines[-1].version if shipped.engines else "none"
