@@ -100,15 +100,18 @@ class TargetSpec:
         unknown = sorted(set(data) - known)
         if unknown:
             raise UsageError(f"target fields {unknown} are unknown", hint=f"known fields: {sorted(known)}")
-        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
-        missing = [name for name in required if data.get(name) in (None, "")]
+        missing = [name for name in REQUIRED_TARGET_FIELDS if data.get(name) in (None, "")]
         if missing:
-            raise UsageError(f"{', '.join(missing)} missing: each target needs {', '.join(required)}",
+            raise UsageError(f"{', '.join(missing)} missing: each target needs {', '.join(REQUIRED_TARGET_FIELDS)}",
                              hint="see the targets: rows of matrix.yaml for examples")
         values = dict(data)
         values["launch_flags"] = tuple(str(x) for x in values.get("launch_flags") or ())
         values["packages"] = tuple(str(x) for x in values.get("packages") or ())
         return cls(**values)
+
+
+# the fields a target row must give (TargetSpec's fields without a default)
+REQUIRED_TARGET_FIELDS = tuple(f.name for f in fields(TargetSpec) if f.default is MISSING and f.default_factory is MISSING)
 
 
 def is_pinned_ref(ref: str) -> bool:
@@ -155,7 +158,8 @@ def parse_targets(raw: Any, *, where: str = "matrix.yaml") -> dict[str, TargetSp
         try:
             spec = TargetSpec.from_dict({k: (str(v) if isinstance(v, (int, float)) else v) for k, v in row.items()})
         except TypeError as exc:
-            raise UsageError(f"{where}: targets[{i}]: {exc}", hint="each target needs name, kind, engine, base, python") from None
+            raise UsageError(f"{where}: targets[{i}]: {exc}",
+                             hint=f"each target needs {', '.join(REQUIRED_TARGET_FIELDS)}") from None
         validate_target(spec, where=f"{where}: targets[{i}]")
         if spec.name in targets:
             raise UsageError(f"{where}: targets[{i}]: name {spec.name!r} is used twice")
