@@ -804,3 +804,50 @@ def test_a_bind_to_an_address_the_machine_lacks_says_so_not_that_the_port_is_tak
 ])
 def test_parser_frames_version_mismatches_and_c_asserts(lines, klass):
     assert diagnose_log(lines).failure_class == klass
+
+
+# The CUDA runtime's own error texts (cudaGetErrorString) and names (cudaGetErrorName / the driver API's
+# cuGetErrorName), as torch, Triton and C++ engines pass them on: a class for each code whose cause is
+# one thing, whatever the project that hit it. Codes with several causes ("initialization error",
+# "device kernel image is invalid", "a PTX JIT compilation failed") are left to the words around them.
+CUDA_RUNTIME_TEXTS = [
+    ("RuntimeError: CUDA error: no CUDA-capable device is detected", "no-gpu-visible"),  # 100
+    ("cudaErrorNoDevice", "no-gpu-visible"),
+    ("RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable", "no-gpu-visible"),  # 46
+    ("RuntimeError: CUDA error: CUDA driver is a stub library", "no-gpu-visible"),  # 34
+    ("RuntimeError: CUDA error: invalid device ordinal", "no-gpu-visible"),  # 101
+    ("RuntimeError: CUDA unknown error - this may be due to an incorrectly set up environment, e.g. changing env "
+     "variable CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero.", "no-gpu-visible"),
+    ("RuntimeError: HIP error: no ROCm-capable device is detected", "no-gpu-visible"),
+    ("AssertionError: Torch not compiled with CUDA enabled", "no-gpu-visible"),
+    ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+     "NumCudaDevices() that might have already set an error? Error 803: system has unsupported display driver / "
+     "cuda driver combination", "driver-too-old"),  # 803
+    ("failed call to cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system has unsupported display driver / cuda "
+     "driver combination", "driver-too-old"),
+    ("CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "driver-too-old"),  # 804
+    ("RuntimeError: CUDA error: invalid device function", "no-kernel-image"),  # 98
+    ("RuntimeError: HIP error: invalid device function", "no-kernel-image"),
+    ("rocBLAS error: hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", "no-kernel-image"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ARCH_MISMATCH when calling `cublasGemmEx(...)`", "no-kernel-image"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", "cuda-oom"),
+    ("triton.runtime.errors.OutOfResources: CUDA_ERROR_OUT_OF_MEMORY", "cuda-oom"),
+    ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.2]:3571",
+     "nccl"),
+    ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.", "nccl"),
+    ("triton.compiler.errors.CompilationError: at 12:4:", "jit-build-failed"),
+    ("RuntimeError: PassManager::run failed", "jit-build-failed"),
+    ("/usr/bin/ld: cannot find -lcuda: No such file or directory", "jit-build-failed"),
+    ("Process finished with exit code 137 (interrupted by signal 9: SIGKILL)", "killed"),
+]
+
+
+@pytest.mark.parametrize("line, klass", CUDA_RUNTIME_TEXTS, ids=[t[0][:60] for t in CUDA_RUNTIME_TEXTS])
+def test_the_cuda_runtimes_own_error_texts_name_their_class(line, klass):
+    assert diagnose_log([line]).failure_class == klass
+
+
+def test_a_driver_mismatch_says_reboot_or_drop_cuda_compat_not_upgrade():
+    d = diagnose_log(["RuntimeError: system has unsupported display driver / cuda driver combination"])
+    assert d.failure_class == "driver-too-old" and "kernel module" in (d.summary or "")
+    assert any("cuda-compat" in a for a in d.advice) and any("reboot" in a for a in d.advice)

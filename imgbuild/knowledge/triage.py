@@ -350,6 +350,9 @@ CATALOG: tuple[Signature, ...] = (
             r"torch\.(cuda\.)?OutOfMemoryError",
             r"CUDA (?:runtime )?error: out of memory",  # "runtime": lmdeploy's TurboMind (memory_utils.cu)
             r"cudaErrorMemoryAllocation",
+            # the same code in the driver API (cuGetErrorName), in HIP, and cuBLAS failing its own
+            # workspace allocation (cublasCreate under a full GPU)
+            r"CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|CUBLAS_STATUS_ALLOC_FAILED",
             r"NPU out of memory",  # torch_npu on Ascend, the same failure
             # the body of torch's message (c10/cuda/CUDACachingAllocator.cpp), pasted without its first words
             r"GPU \d+ has a total capacity of [\d.]+ [GM]iB of which [\d.]+ [KMG]iB is free",
@@ -410,6 +413,7 @@ CATALOG: tuple[Signature, ...] = (
             # cudaErrorCallRequiresNewerDriver's text (TurboMind, lmdeploy issue 708)
             r"API call is not supported in the installed CUDA driver",
             r"forward compatibility was attempted on non supported HW",
+            r"cudaErrorCompatNotSupportedOnDevice|CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
             # the NVIDIA container toolkit comparing the image's NVIDIA_REQUIRE_CUDA with the host driver
             r"unsatisfied condition: cuda>=[\d.]+, please update your driver",
             # the entrypoint banner of NVIDIA's NGC containers (Triton, TensorRT-LLM, PyTorch)
@@ -437,7 +441,13 @@ CATALOG: tuple[Signature, ...] = (
         NO_KERNEL_IMAGE,
         _re(
             r"no kernel image is available for execution on the device",
-            r"cudaErrorNoKernelImageForDevice",
+            r"cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU",
+            # cudaErrorInvalidDeviceFunction (98): a kernel with no code for this GPU is launched; HIP
+            # words it the same, and names a missing code object for the GPU's gfx target
+            r"CUDA error: invalid device function|HIP error: invalid device function",
+            r"cudaErrorInvalidDeviceFunction|hipErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu",
+            r"Unable to find code object for all current devices",
+            r"CUBLAS_STATUS_ARCH_MISMATCH",  # cuBLAS has no kernel for this GPU's architecture
             r"SGLang only supports sm75 and above",  # model_executor/model_runner.py
             # flash-attn's own refusal of a GPU older than its kernels (flash_api.cpp)
             r"FlashAttention only supports Ampere GPUs or newer",
@@ -498,6 +508,10 @@ CATALOG: tuple[Signature, ...] = (
             # the same group when a peer stops answering (gloo/transport/tcp/unbound_buffer.cc, pair.cc;
             # sglang issue 5883, two nodes during CUDA-graph capture)
             r"gloo/transport/tcp/\w+\.cc:\d+\] Timed out waiting \d+ms for (?:send|recv) operation",
+            r"gloo/transport/tcp/\w+\.cc:\d+\] Connection (?:closed|reset) by peer",
+            # c10d's TCPStore on the master rank: the other ranks never joined the rendezvous
+            # (torch/csrc/distributed/c10d/TCPStore.cpp, raised as torch.distributed.DistStoreError)
+            r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined",
         ),
         "NCCL, which links the GPUs for tensor parallelism, failed.",
         (
@@ -609,6 +623,12 @@ CATALOG: tuple[Signature, ...] = (
             # Triton's compiler (its MLIR passes) aborting on a kernel as it compiles it at first use
             # (LightLLM issue 156: a Triton release the kernels were not written for)
             r"mlir::triton::\w+.{0,400}Assertion `",
+            # Triton's front end refusing a kernel's source, and its MLIR pipeline failing on it
+            # (triton/compiler/errors.py, triton/compiler/compiler.py)
+            r"triton\.compiler\.errors\.CompilationError",
+            r"PassManager::run failed",
+            # the linker of Triton's launcher stub without libcuda.so (only libcuda.so.1 is mounted)
+            r"/ld: cannot find -lcuda\b",
         ),
         "A kernel that is compiled at launch (flashinfer, triton, deep_gemm JIT) failed to build.",
         (
@@ -749,6 +769,17 @@ _NO_GPU = Signature(
         # the driver's NVML library, which the NVIDIA container runtime mounts with libcuda
         r"libnvidia-ml\.so(\.1)?: cannot open shared object file",
         r"CUDA driver initialization failed",
+        # the CUDA runtime's own texts (cudaGetErrorString) and names for "no device" (100), "busy or
+        # unavailable" (46: another process holds a GPU in exclusive mode), the stub libcuda that
+        # images link against standing in for the host's driver (34), and an ordinal beyond the GPUs
+        # the process sees (101: CUDA_VISIBLE_DEVICES lists fewer GPUs than the launch asks for)
+        r"no CUDA-capable device is detected|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE",
+        r"no ROCm-capable device is detected|hipErrorNoDevice",
+        r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable",
+        r"CUDA driver is a stub library|cudaErrorStubLibrary|CUDA_ERROR_STUB_LIBRARY",
+        r"CUDA error: invalid device ordinal|cudaErrorInvalidDevice\b|CUDA_ERROR_INVALID_DEVICE\b",
+        # c10/cuda/CUDAFunctions.cpp on cudaErrorUnknown (999) while counting the devices
+        r"CUDA unknown error - this may be due to an incorrectly set up environment",
         # docker's daemon when --gpus is asked for and no NVIDIA container toolkit is installed
         r'could not select device driver "" with capabilities: \[\[gpu\]\]',
     ),
@@ -784,6 +815,9 @@ _KILLED = Signature(
         r"died with <Signals\.SIGKILL: 9>",
         # Go's os/exec ExitError for a child ended by SIGKILL (Ollama's runner, container runtimes)
         r"\bsignal: killed\b",
+        # an IDE's or a CI runner's report of the same (128 + 9)
+        r"interrupted by signal 9: SIGKILL",
+        r"\bexit (?:code|status) 137\b",
     ),
     "The process was killed (SIGKILL); while loading, most often by the kernel's OOM killer "
     "when host RAM runs out.",
@@ -829,6 +863,36 @@ _FABRIC_NOT_READY = Signature(
     ),
     source="CUDA runtime (cudaErrorSystemNotReady)",
 )
+# CUDA's cudaErrorSystemDriverMismatch (803): the user-space libcuda is not the kernel module's version.
+# Either the driver was upgraded and the host not rebooted, or an image's cuda-compat libcuda (meant for
+# an older host driver) is loaded on a host whose driver is newer (vllm issue 35593).
+_DRIVER_MISMATCH = Signature(
+    DRIVER_TOO_OLD,
+    _re(
+        r"system has unsupported display driver / cuda driver combination",
+        r"cudaErrorSystemDriverMismatch|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+    ),
+    "The CUDA driver library the process loaded (libcuda) is not the version of the host's kernel module.",
+    (
+        "After a driver upgrade, reboot the host (or reload the nvidia kernel module) so both are one version.",
+        "In a container, keep the image's cuda-compat libraries off LD_LIBRARY_PATH when the host driver is "
+        "newer than them: they are for older drivers only.",
+    ),
+    source="CUDA runtime (cudaErrorSystemDriverMismatch)",
+)
+# torch/cuda/__init__.py _lazy_init: the torch installed is a CPU-only build, so no GPU can be used
+# whatever the container is given.
+_CPU_ONLY_TORCH = Signature(
+    NO_GPU_VISIBLE,
+    _re(r"Torch not compiled with CUDA enabled"),
+    "The torch in this environment is a CPU-only build: it cannot use any GPU.",
+    (
+        "Install torch's CUDA build (the image's own, or the wheel from download.pytorch.org/whl/cuXXX "
+        "matching the CUDA in matrix.yaml); an unpinned `pip install` of another package can replace it.",
+        LOCK_ADVICE,
+    ),
+    source="torch/cuda/__init__.py",
+)
 # The custom all-reduce kernel (vLLM's csrc/custom_all_reduce.cuh, which SGLang used through 0.2-0.3, and
 # sgl-kernel's own) needs CUDA peer access between the GPUs; on GPUs without it the launch dies
 # (sglang issue 552: two T4s). The fix is a flag, not NCCL's environment.
@@ -865,7 +929,7 @@ _VERSION_MISMATCH = Signature(
     source="python import system",
 )
 CATALOG = CATALOG + (
-    _IMPORT, _FABRIC_NOT_READY, _NO_GPU, _KILLED, _RAY_KILLED, _CUSTOM_ALLREDUCE_P2P, _ADDRESS_NOT_AVAILABLE,
+    _IMPORT, _FABRIC_NOT_READY, _DRIVER_MISMATCH, _CPU_ONLY_TORCH, _NO_GPU, _KILLED, _RAY_KILLED, _CUSTOM_ALLREDUCE_P2P, _ADDRESS_NOT_AVAILABLE,
     _VERSION_MISMATCH,
 )
 
