@@ -433,7 +433,7 @@ def test_triage_imports_no_adapter_library():
 # --attention-backend is flags-refused); scored after, 115 of 137.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.83  # measured 126 of 149 (0.846); the target is 0.95
+HELDOUT_FLOOR = 0.83  # measured 128 of 149 (0.859); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -693,6 +693,7 @@ OWN_TEXTS = [
     ("model-loading", "The memory capacity is unbalanced", "not-enough-memory"),
     ("model-loading", "library not found. Please install it", "import-failed"),
     ("model-loading", "other ranks that didn't finish loading", "child-failed"),
+    ("model-loading", "is not supported for the current GPU. Minimum capability", "no-kernel-image"),
 ]
 
 
@@ -851,3 +852,34 @@ def test_a_driver_mismatch_says_reboot_or_drop_cuda_compat_not_upgrade():
     d = diagnose_log(["RuntimeError: system has unsupported display driver / cuda driver combination"])
     assert d.failure_class == "driver-too-old" and "kernel module" in (d.summary or "")
     assert any("cuda-compat" in a for a in d.advice) and any("reboot" in a for a in d.advice)
+
+
+# Texts the libraries under a serving stack raise with one cause, read from their source: NVML
+# (nvidia-ml-py's pynvml.py), huggingface_hub/errors.py, torch's DataLoader and c10d, setuptools'
+# build_ext, vLLM's and SGLang's launchers.
+LIBRARY_TEXTS = [
+    ("RuntimeError: Failed to initialize NVML: Driver/library version mismatch", "driver-too-old"),
+    ("pynvml.NVMLError_LibRmVersionMismatch: RM has detected an NVML/RM version mismatch.", "driver-too-old"),
+    ("pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded", "no-gpu-visible"),
+    ("pynvml.NVMLError_LibraryNotFound: NVML Shared Library Not Found", "no-gpu-visible"),
+    ("huggingface_hub.errors.EntryNotFoundError: 404 Client Error. (Request ID: Root=1-6) Entry Not Found for url: "
+     "https://huggingface.co/Qwen/Qwen3-8B/resolve/main/config.json.", "model-not-found"),
+    ("huggingface_hub.errors.RevisionNotFoundError: 404 Client Error. Revision Not Found for url: "
+     "https://huggingface.co/api/models/Qwen/Qwen3-8B/revision/v2.", "model-not-found"),
+    ("ValueError: Invalid repository ID or local directory specified: '/models/qwen'.", "model-not-found"),
+    ("RuntimeError: Engine process failed to start. See stack trace for the root cause.", "child-failed"),
+    ("[2025-06-30 06:18:36] Rank 0 scheduler is dead. Please check if there are relevant logs.", "child-failed"),
+    ("OSError: /usr/local/lib/python3.10/dist-packages/torch/lib/libtorch_cuda.so: undefined symbol: ncclCommRegister",
+     "import-failed"),
+    ("RuntimeError: DataLoader worker (pid 1234) is killed by signal: Killed.", "killed"),
+    ("torch.distributed.DistNetworkError: The client socket has failed to connect to [node1]:29500 (errno: 110 - "
+     "Connection timed out).", "nccl"),
+    ("ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: 89. "
+     "Current capability: 86.", "no-kernel-image"),
+    ("error: command '/usr/local/cuda/bin/nvcc' failed with exit code 1", "jit-build-failed"),
+]
+
+
+@pytest.mark.parametrize("line, klass", LIBRARY_TEXTS, ids=[t[0][:60] for t in LIBRARY_TEXTS])
+def test_the_stacks_libraries_own_texts_name_their_class(line, klass):
+    assert diagnose_log([line]).failure_class == klass

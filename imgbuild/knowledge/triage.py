@@ -456,6 +456,9 @@ CATALOG: tuple[Signature, ...] = (
             # torch/cuda/__init__.py _check_capability: a GPU below the oldest capability the wheel is
             # built for (a V100 under a torch built for sm_75+); every kernel then fails
             r"PyTorch no longer supports this GPU because it is too old",
+            # model_loader/loader.py (every release) and vLLM's the same: the checkpoint's quantization
+            # has kernels only from a newer compute capability (FP8 needs 89 on sm86)
+            r"The quantization method \S+ is not supported for the current GPU\. Minimum capability: \d+",
         ),
         "The image's CUDA kernels were not built for this GPU's compute capability.",
         (
@@ -497,6 +500,8 @@ CATALOG: tuple[Signature, ...] = (
             r"torch\.distributed\.DistBackendError",
             # c10d's TCPStore rendezvous, which NCCL's init waits on, cannot reach the master
             r"\[c10d\] The client socket has (?:failed to connect to any network address|timed out after \d+ ?ms)",
+            # the same raised as torch.distributed.DistNetworkError, naming the master's address
+            r"DistNetworkError: The client socket has (?:failed to connect to|timed out after)",
             # NCCL's own result string after a failed call (nccl/src/misc/utils.cc ncclGetErrorString),
             # as TensorFlow, Horovod and torch's older errors pass it on
             r"\bnccl\w+ failed: (?:unhandled cuda error|unhandled system error|internal error|invalid usage|remote process exited)",
@@ -569,6 +574,10 @@ CATALOG: tuple[Signature, ...] = (
             r"Can't load (?:config|tokenizer) for '",
             r"does not appear to have a file named [\w.-]+\.json",
             r"RepositoryNotFoundError|HFValidationError",
+            # huggingface_hub/errors.py: a file or a revision the repo does not have
+            r"EntryNotFoundError|RevisionNotFoundError|(?:Entry|Revision) Not Found for url: https://huggingface\.co/",
+            # vLLM's transformers_utils/config.py: the model is neither a Hub id nor a directory with a config
+            r"Invalid repository ID or local directory specified",
             r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo",
             # huggingface_hub's HTTPError for a gated or private repo fetched without a token (sglang PR 14644),
             # or for a repo or file the Hub does not have (vllm-omni issue 2660)
@@ -611,6 +620,8 @@ CATALOG: tuple[Signature, ...] = (
             # Triton's launcher stub (cuda_utils.c / main.c) compiled at first use; tcc (triton-windows)
             # words a missing header "include file 'Python.h' not found" (triton-windows issue 156)
             r"(?:cuda_utils|main)\.c:\d+:(?:\d+:)? (?:fatal )?error: ",
+        # setuptools' build_ext (an extension compiled at install or first use) when the compiler fails
+        r"error: command '\S*/(?:nvcc|gcc|g\+\+|c\+\+|x86_64-linux-gnu-gcc|x86_64-linux-gnu-g\+\+)' failed with exit (?:code|status) \d+",
             r"include file '[\w./-]+\.h' not found",
             r"PTXASError|ptxas fatal",
             r"^FAILED: (?:\[code=\d+\] )?\S+\.o\s*$",  # ninja's line for the object that failed
@@ -719,6 +730,7 @@ _IMPORT = Signature(
         r"\[sgl_kernel\] CRITICAL: Could not load any common_ops library",
         # a compiled extension built against another torch (C++ symbols are mangled _Z...)
         r"ImportError: .*undefined symbol",
+        r"OSError: \S+\.so(?:\.\d+)*: undefined symbol: ",  # ctypes.CDLL on a library built against another
         r"undefined symbol: _Z\w+",
         r"ModuleNotFoundError: No module named",
         r"cannot import name '[\w.]+' from '",  # Python's ImportError text, also pasted without its name
@@ -769,6 +781,9 @@ _NO_GPU = Signature(
         # the driver's NVML library, which the NVIDIA container runtime mounts with libcuda
         r"libnvidia-ml\.so(\.1)?: cannot open shared object file",
         r"CUDA driver initialization failed",
+        # NVML (nvidia-ml-py's pynvml.py error names and texts): no driver loaded, or no libnvidia-ml
+        r"NVMLError_DriverNotLoaded|NVML_ERROR_DRIVER_NOT_LOADED|NVMLError_LibraryNotFound|NVML_ERROR_LIBRARY_NOT_FOUND",
+        r"NVML Shared Library Not Found",
         # the CUDA runtime's own texts (cudaGetErrorString) and names for "no device" (100), "busy or
         # unavailable" (46: another process holds a GPU in exclusive mode), the stub libcuda that
         # images link against standing in for the host's driver (34), and an ordinal beyond the GPUs
@@ -817,6 +832,8 @@ _KILLED = Signature(
         r"\bsignal: killed\b",
         # an IDE's or a CI runner's report of the same (128 + 9)
         r"interrupted by signal 9: SIGKILL",
+        # torch/utils/data/_utils/signal_handling.py: a DataLoader worker ended by the OOM killer
+        r"DataLoader worker \(pid(?:\(s\))? [\d, ]+\) is killed by signal: Killed",
         r"\bexit (?:code|status) 137\b",
     ),
     "The process was killed (SIGKILL); while loading, most often by the kernel's OOM killer "
@@ -871,6 +888,9 @@ _DRIVER_MISMATCH = Signature(
     _re(
         r"system has unsupported display driver / cuda driver combination",
         r"cudaErrorSystemDriverMismatch|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+        # NVML's own reading of the same (nvidia-smi; pynvml's NVML_ERROR_LIB_RM_VERSION_MISMATCH)
+        r"Failed to initialize NVML: Driver/library version mismatch",
+        r"NVMLError_LibRmVersionMismatch|NVML_ERROR_LIB_RM_VERSION_MISMATCH|RM has detected an NVML/RM version mismatch",
     ),
     "The CUDA driver library the process loaded (libcuda) is not the version of the host's kernel module.",
     (
@@ -984,6 +1004,10 @@ _SIGQUIT = re.compile(r"Received sigquit from a child proces")  # "proces" in 0.
 _CHILD_REPORT = re.compile(
     r"Engine core initialization failed\. See root cause above|^Root Cause \(first observed failure\):|\bChildFailedError\b"
     r"|Engine core proc \w+ died unexpectedly"  # vLLM's client (v1/engine/core_client.py)
+    # vLLM's api_server.py (0.6-0.8) when its engine process (MQLLMEngine) exits before it is up
+    r"|Engine process failed to start\. See stack trace for the root cause"
+    # SGLang's entrypoints/engine.py: a scheduler process exited (EOF on its pipe) before it was ready
+    r"|\bRank \d+ scheduler is dead\. Please check if there are relevant logs"
     r"|\bWorker proc \S+ died unexpectedly"  # vLLM's v1/executor/multiproc_executor.py: a TP worker
     # model_executor/model_runner.py (0.4.x-0.5.x): this rank loaded, another did not
     r"|but there are other ranks that didn't finish loading"
@@ -1769,6 +1793,8 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
         # the launcher's report that a child died and how it died: by SIGKILL (torchrun's
         # "exitcode : -9" under its ChildFailedError, apple/ml-recurrent-drafter issue 5)
         return _diagnose_at(log, killed, _KILLED, (), via=CHILD_FAILED)
+    if killed == marker:  # the failure line itself says the process was killed (a DataLoader worker's)
+        return _diagnose_at(log, killed, _KILLED, (), via=None)
     if _PROXIED_SELF.search(msgs[marker]):
         return Diagnosis(
             failure_class=UNKNOWN,
