@@ -433,7 +433,7 @@ def test_triage_imports_no_adapter_library():
 # --attention-backend is flags-refused); scored after, 115 of 137.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.83  # measured 128 of 149 (0.859); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 137 of 159 (0.862); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -883,3 +883,12 @@ LIBRARY_TEXTS = [
 @pytest.mark.parametrize("line, klass", LIBRARY_TEXTS, ids=[t[0][:60] for t in LIBRARY_TEXTS])
 def test_the_stacks_libraries_own_texts_name_their_class(line, klass):
     assert diagnose_log([line]).failure_class == klass
+
+
+def test_cudas_own_invalid_argument_is_not_read_as_refused_flags():
+    # cudaErrorInvalidValue inside the program (a torch_memory_saver double free, miles PR 3192) is a
+    # failure with no known class, not the command line
+    d = diagnose_log(["[torch_memory_saver.cpp] CUresult error: 1 (invalid argument) file=csrc/core.cpp func=free"])
+    assert d.failure_class == "unknown"
+    assert diagnose_log(["RuntimeError: CUDA error: invalid argument"]).failure_class == "unknown"
+    assert diagnose_log(["RuntimeError: invalid argument --max-tokens for this command"]).failure_class == "flags-refused"

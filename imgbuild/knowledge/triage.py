@@ -456,6 +456,8 @@ CATALOG: tuple[Signature, ...] = (
             # torch/cuda/__init__.py _check_capability: a GPU below the oldest capability the wheel is
             # built for (a V100 under a torch built for sm_75+); every kernel then fails
             r"PyTorch no longer supports this GPU because it is too old",
+            # ggml's CUDA backend (ggml-cuda/common.cuh; llama.cpp, Ollama) built without this GPU's arch
+            r"ggml was not compiled with any CUDA arch <= \d+",
             # model_loader/loader.py (every release) and vLLM's the same: the checkpoint's quantization
             # has kernels only from a newer compute capability (FP8 needs 89 on sm86)
             r"The quantization method \S+ is not supported for the current GPU\. Minimum capability: \d+",
@@ -536,6 +538,10 @@ CATALOG: tuple[Signature, ...] = (
             r"address already in use",
             r"EADDRINUSE",
             r"\[Errno 10048\]",  # Windows' WSAEADDRINUSE, in the system's language after it
+            # Windows' WSAEACCES on bind: the port is in a range the system reserved (Hyper-V, WSL) or
+            # held by a portproxy listener (ollama issue 4999)
+            r"\[(?:Errno|WinError) 10013\]",
+            r"bind: An attempt was made to access a socket in a way forbidden by its access permissions",
             # gradio's networking.py start_server (the web UIs of LlamaFactory, lmdeploy, FastChat)
             r"Cannot find empty port in range: \d+-\d+",
             r"Only one usage of each socket address \(protocol/network address/port\) is normally permitted",
@@ -595,6 +601,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Cannot find an appropriate cached snapshot folder for the specified revision",
             # Ollama: the name is not in its registry ("ollama run orca", ollama issue 2292)
             r"pull model manifest: file does not exist",
+            # ModelScope's hub API (modelscope/hub/api.py), which vLLM and SGLang use with *_USE_MODELSCOPE
+            r"The request model: \S+ does not exist!",
         ),
         "The model path or Hugging Face id cannot be resolved inside the container.",
         (
@@ -806,6 +814,17 @@ _NO_GPU = Signature(
     ),
     source="torch/cuda/__init__.py",
 )
+# Python's ImportError text logged as a warning by a loader that goes on without the module (TGI's
+# "Could not import Flash Attention enabled models: No module named 'vllm_cache_ops'"): not fatal by
+# itself, it explains the failure that follows when nothing else does.
+_IMPORT_WARNED = Signature(
+    IMPORT_FAILED,
+    _re(r"\bNo module named '[\w.]+'"),
+    _IMPORT.summary,
+    _IMPORT.advice,
+    fatal=False,
+    source="python import system",
+)
 _KILLED = Signature(
     KILLED,
     # the shell's, docker's or the kernel's report of a process ended by SIGKILL (exit 137)
@@ -949,7 +968,7 @@ _VERSION_MISMATCH = Signature(
     source="python import system",
 )
 CATALOG = CATALOG + (
-    _IMPORT, _FABRIC_NOT_READY, _DRIVER_MISMATCH, _CPU_ONLY_TORCH, _NO_GPU, _KILLED, _RAY_KILLED, _CUSTOM_ALLREDUCE_P2P, _ADDRESS_NOT_AVAILABLE,
+    _IMPORT, _IMPORT_WARNED, _FABRIC_NOT_READY, _DRIVER_MISMATCH, _CPU_ONLY_TORCH, _NO_GPU, _KILLED, _RAY_KILLED, _CUSTOM_ALLREDUCE_P2P, _ADDRESS_NOT_AVAILABLE,
     _VERSION_MISMATCH,
 )
 
@@ -1089,7 +1108,10 @@ _CRASH = re.compile(r"\b[Ss]egmentation fault\b"
                     # a C++ exception nothing caught (std::terminate's report), a C++ engine's failed check
                     r"|\bterminate called after throwing an instance of\b|\]\[ERROR\] Assertion failed: "
                     # C's assert() as glibc reports it: "python: x.cpp:40: f(): Assertion `cond' failed."
-                    r"|: Assertion `[^`]{0,400}' failed\.")
+                    r"|: Assertion `[^`]{0,400}' failed\."
+                    # a CUDA driver call that failed, as torch_memory_saver (SGLang's --enable-memory-saver)
+                    # reports it; code 2 (out of memory) is in the catalog, the others are failures too
+                    r"|\[torch_memory_saver\.cpp\] CUresult error")
 # Python's own words for a call that does not fit the function (a TypeError), pasted without the
 # "TypeError: " prefix: a failure in the program's code, with no traceback
 _BAD_CALL = re.compile(r"^\w+\(\) (?:got multiple values for argument '\w+'|got an unexpected keyword argument '\w+'"
@@ -1915,7 +1937,10 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
                                  r"\b(?:not found|does not exist|doesn't exist)", re.IGNORECASE)),
     (NO_GPU_VISIBLE, re.compile(r"\bno (?:cuda |nvidia )?(?:gpus?|devices?)\b.{0,30}\b(?:found|available|detected|visible)\b",
                                 re.IGNORECASE)),
-    (FLAGS_REFUSED, re.compile(r"\b(?:unrecognized|unknown|invalid) (?:argument|option|flag)s?\b", re.IGNORECASE)),
+    # not CUDA's own "invalid argument" (cudaErrorInvalidValue: "CUDA error: invalid argument", "CUresult
+    # error: 1 (invalid argument)"), which is a call inside the program, not the command line
+    (FLAGS_REFUSED, re.compile(r"(?<!\()(?<!CUDA error: )(?<!HIP error: )"
+                               r"\b(?:unrecognized|unknown|invalid) (?:argument|option|flag)s?\b", re.IGNORECASE)),
     (IMPORT_FAILED, re.compile(r"\b(?:failed to import|cannot import|could not import|unable to import|"
                                r"no module named)\b", re.IGNORECASE)),
     (JIT_BUILD_FAILED, re.compile(r"\b(?:failed to (?:compile|build)|compil(?:e|ation) (?:failed|error)|"
