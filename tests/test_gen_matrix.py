@@ -29,6 +29,7 @@ import gen_matrix.emit as gen_emit  # noqa: E402
 import gen_matrix.main as gen_main  # noqa: E402
 import gen_matrix.server_args as gen_server_args  # noqa: E402
 import gen_matrix.torch_cuda as gen_torch_cuda  # noqa: E402
+import gen_matrix.vllm_messages as gen_vllm_messages  # noqa: E402
 import gen_matrix.wheels as gen_wheels  # noqa: E402
 
 MARKER = gen_emit.MARKER_LINE
@@ -535,6 +536,24 @@ def test_real_sglang_0_5_9_wheel(request: pytest.FixtureRequest) -> None:
     assert specs["--mamba-scheduler-strategy"]["choices"] == ["auto", "no_buffer", "extra_buffer"]
     assert specs["--mem-fraction-static"]["type"] == "float"
     assert info["problems"] == []
+
+
+@pytest.mark.network
+def test_real_vllm_0_5_5_sdist_gives_the_refusals_the_shipped_data_holds(request: pytest.FixtureRequest) -> None:
+    """The generator reads vLLM's real source distribution (1.1 MB) from PyPI; every refusal it finds
+    there is in imgbuild/data/vllm_config_refusals.json with 0.5.5 among its releases."""
+    directory = Path(request.config.cache.mkdir("vllm-sdists"))
+    (sdist,) = gen_vllm_messages.download_sdists(["0.5.5"], directory)
+    data = gen_vllm_messages.build([sdist])
+    texts = {m["text"]: m for m in data["messages"]}
+    assert data["releases"] == ["0.5.5"] and len(texts) > 40
+    heads = "Total number of attention heads ({...}) must be divisible by tensor parallel size ({...})."
+    assert texts[heads]["file"] == "vllm/config.py" and texts[heads]["kind"] == "raise ValueError"
+    shipped = json.loads((REPO / "imgbuild" / "data" / "vllm_config_refusals.json").read_text(encoding="utf-8"))
+    held = {(m["file"], m["kind"], m["text"]): m for m in shipped["messages"]}
+    for m in data["messages"]:
+        row = held[(m["file"], m["kind"], m["text"])]
+        assert row["first"] == "0.5.5", m["text"]
 
 
 @pytest.mark.parametrize(

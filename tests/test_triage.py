@@ -892,3 +892,25 @@ def test_cudas_own_invalid_argument_is_not_read_as_refused_flags():
     assert d.failure_class == "unknown"
     assert diagnose_log(["RuntimeError: CUDA error: invalid argument"]).failure_class == "unknown"
     assert diagnose_log(["RuntimeError: invalid argument --max-tokens for this command"]).failure_class == "flags-refused"
+
+
+
+VLLM_REFUSALS = json.loads((Path(__file__).parents[1] / "imgbuild" / "data" / "vllm_config_refusals.json").read_text())
+
+
+def test_a_vllm_config_refusal_pasted_alone_is_flags_refused_with_vllms_advice():
+    """vLLM's config checks (scripts/gen_matrix/vllm_messages.py, from its sdists), as pasted: the exception
+    line alone. Each is refused flags, or a more specific class the catalog knows ("Failed to infer device
+    type" is no GPU; a quantization needing a newer GPU is no kernel)."""
+    kinds = ("raise ValueError", "raise NotImplementedError", "raise ArgumentTypeError")
+    refused = [m for m in VLLM_REFUSALS["messages"] if m["kind"] in kinds
+               and sum(len(p.strip()) for p in m["text"].split("{...}")) >= 24 and len(m["text"].split("{...}")[0].strip()) >= 8]
+    classes = {m["text"]: diagnose_log([as_logged(m)]).failure_class for m in refused}
+    assert len(refused) > 200 and not [t for t, c in classes.items() if c in ("unknown", "none")]
+    d = diagnose_log(["ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (32768). This effectively "
+                      "limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. "
+                      "Please increase max_num_batched_tokens or decrease max_model_len."])
+    assert d.failure_class == "flags-refused" and d.summary.startswith("vLLM's configuration checks")
+    # vLLM's own bugs and device probes are not the flags
+    assert diagnose_log(["AssertionError: vLLM tried to hash some configs that may have Python objects ids in them. "
+                         "This is a bug, please file an issue. Text being hashed: x"]).failure_class == "unknown"

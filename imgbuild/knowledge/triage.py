@@ -1274,33 +1274,70 @@ _FLAGS_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == FLAGS_REF
 
 # SGLang's own texts on the way to ready, per release (scripts/gen_matrix/messages.py reads them from the wheels)
 MESSAGES_PATH = Path(__file__).resolve().parents[1] / "data" / "sglang_messages.json"
+VLLM_REFUSALS_PATH = Path(__file__).resolve().parents[1] / "data" / "vllm_config_refusals.json"
 _EXCEPTION_PREFIX = re.compile(r"^(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception): ")
 _MIN_LITERAL = 24  # a text's fixed words, at least: shorter ones ("Invalid {}: {}") would match anything
+# vLLM's config checks that refuse what they were given; its AssertionErrors ("This is a bug"),
+# RuntimeErrors (no device, a config without KV heads) and ImportErrors are other classes' business
+_VLLM_REFUSAL_KINDS = ("raise ValueError", "raise NotImplementedError", "raise ArgumentTypeError")
+
+_VLLM_FLAGS_SIGNATURE = Signature(
+    FLAGS_REFUSED,
+    (),
+    "vLLM's configuration checks refused the arguments it was given.",
+    (
+        "Change the argument the message names: `vllm serve --help` lists them for the installed release, "
+        "and the check's wording says which combination it refuses.",
+        "A framework that starts vLLM for you (verl, OpenRLHF, Ray Serve) passes its own config keys "
+        "through as these arguments: fix them there.",
+    ),
+    source="vllm/config, vllm/engine/arg_utils.py",
+)
 
 
-@lru_cache(maxsize=1)
-def _server_args_refusals() -> re.Pattern[str] | None:
-    """Every check server_args.py (and its arg_groups) raises in any release, as one pattern: the
-    text's fixed words in order, anything where the source formats a value in. None without the data."""
+def _read_messages(path: Path) -> list[dict]:
     try:
-        messages = json.loads(MESSAGES_PATH.read_text(encoding="utf-8"))["messages"]
+        return list(json.loads(path.read_text(encoding="utf-8"))["messages"])
     except (OSError, ValueError, KeyError):
-        return None
+        return []
+
+
+def _refusal_pattern(texts: Iterable[str]) -> re.Pattern[str] | None:
+    """The texts as one pattern: each text's fixed words in order, anything where its source
+    formats a value in. Texts with too few fixed words to be told from others are left out."""
     alternatives = set()
-    for message in messages:
-        if message.get("step") != "server-args" or not str(message.get("kind", "")).startswith("raise"):
-            continue
-        pieces = [piece.strip() for piece in str(message["text"]).split("{...}")]
+    for text in texts:
+        pieces = [piece.strip() for piece in text.split("{...}")]
         if sum(len(piece) for piece in pieces) < _MIN_LITERAL or len(pieces[0]) < 8:
             continue
         alternatives.add(r".{0,200}?".join(re.escape(piece) for piece in pieces if piece))
     return re.compile("(?:" + "|".join(sorted(alternatives)) + ")") if alternatives else None
 
 
-def _is_server_args_refusal(text: str) -> bool:
-    """``text`` (an exception line) is one of SGLang's own server_args refusals, word for word."""
-    pattern = _server_args_refusals()
-    return pattern is not None and pattern.match(_EXCEPTION_PREFIX.sub("", text.strip(), count=1)) is not None
+@lru_cache(maxsize=1)
+def _server_args_refusals() -> re.Pattern[str] | None:
+    """Every check server_args.py (and its arg_groups) raises in any release. None without the data."""
+    return _refusal_pattern(str(m["text"]) for m in _read_messages(MESSAGES_PATH)
+                            if m.get("step") == "server-args" and str(m.get("kind", "")).startswith("raise"))
+
+
+@lru_cache(maxsize=1)
+def _vllm_refusals() -> re.Pattern[str] | None:
+    """Every check vLLM's config classes and argument parser raise (scripts/gen_matrix/vllm_messages.py)."""
+    return _refusal_pattern(str(m["text"]) for m in _read_messages(VLLM_REFUSALS_PATH)
+                            if m.get("kind") in _VLLM_REFUSAL_KINDS
+                            # cli_args.py's checks of `vllm serve` flags, raised as TypeError
+                            or (m.get("kind") == "raise TypeError" and str(m.get("text", "")).startswith("Error: --")))
+
+
+def _config_refusal(text: str) -> Signature | None:
+    """``text`` (an exception line) is, word for word, one of SGLang's server_args refusals or one of
+    vLLM's config refusals: the signature saying so, else None."""
+    message = _EXCEPTION_PREFIX.sub("", text.strip(), count=1)
+    for pattern, signature in ((_server_args_refusals(), _FLAGS_SIGNATURE), (_vllm_refusals(), _VLLM_FLAGS_SIGNATURE)):
+        if pattern is not None and pattern.match(message) is not None:
+            return signature
+    return None
 
 
 # a command line's own parse_args (an argparse subclass that checks more: vLLM's FlexibleArgumentParser)
@@ -1317,8 +1354,8 @@ def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
     sig = _match(text)
     if sig is None and tb.frames and ("server_args.py" in tb.frames[-1] or _PARSE_ARGS_FRAME.search(tb.frames[-1])):
         return _FLAGS_SIGNATURE
-    if sig is None and _is_server_args_refusal(text):  # an excerpt that starts below server_args.py's frame
-        return _FLAGS_SIGNATURE
+    if sig is None:  # an excerpt that starts below server_args.py's (or vLLM's config's) frame
+        sig = _config_refusal(text)
     if sig is None and text.startswith("KeyError") and any("configuration_auto.py" in f for f in tb.frames):
         # transformers' CONFIG_MAPPING has no entry for the checkpoint's model_type: too old
         return _UNSUPPORTED_SIGNATURE
@@ -1841,8 +1878,8 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
     exc = next((tb.exception for tb in log.tracebacks if tb.exception is not None), None)
     at = exc if exc is not None else marker
     cause = _exception_text(msgs, at) if exc is not None else msgs[at].strip()
-    if _is_server_args_refusal(cause):  # SGLang's own words for refused flags, pasted without the traceback
-        return _diagnose_at(log, at, _FLAGS_SIGNATURE, (), via=None)
+    if (refusal := _config_refusal(cause)) is not None:  # the launcher's own words for refused flags, pasted alone
+        return _diagnose_at(log, at, refusal, (), via=None)
     return _infer_from_words(log, at, cause) or Diagnosis(
         failure_class=UNKNOWN,
         cause=cause,

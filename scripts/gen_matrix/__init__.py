@@ -29,6 +29,7 @@ Modules, each one step of the pipeline:
 
 Steps of their own, each run with `python -m scripts.gen_matrix.<module>`:
   messages               SGLang's start-up failure texts -> imgbuild/data/sglang_messages.json
+  vllm_messages          vLLM's configuration refusals, from its sdists -> imgbuild/data/vllm_config_refusals.json
   transformers_defaults  the config-class defaults of the transformers release SGLang pins
                          (read from its wheel the same way) -> imgbuild/data/transformers_defaults.json
 
