@@ -877,7 +877,35 @@ LIBRARY_TEXTS = [
     ("ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: 89. "
      "Current capability: 86.", "no-kernel-image"),
     ("error: command '/usr/local/cuda/bin/nvcc' failed with exit code 1", "jit-build-failed"),
+    ("OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.", "jit-build-failed"),
+    ("RuntimeError: The detected CUDA version (12.1) mismatches the version that was used to compile PyTorch (11.8). "
+     "Please make sure to use the same CUDA versions.", "jit-build-failed"),
+    ("OSError: Error no file named pytorch_model.bin, model.safetensors, tf_model.h5, model.ckpt.index or "
+     "flax_model.msgpack found in directory /models/x.", "model-not-found"),
+    ('FileNotFoundError: No such file or directory: "/models/qwen/model-00001-of-00004.safetensors"', "model-not-found"),
+    ("Failed to initialize NVML: Unknown Error", "no-gpu-visible"),
+    ("Warning  FailedScheduling  12s  default-scheduler  0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+     "no-gpu-visible"),
+    ("(autoscaler +1m) Warning: The following resource request cannot be scheduled right now: {'GPU': 1.0, 'CPU': 1.0}.",
+     "no-gpu-visible"),
+    ("ValueError: The repository for THUDM/chatglm3-6b contains custom code which must be executed to correctly load "
+     "the model. You can inspect the repository content at https://hf.co/THUDM/chatglm3-6b.", "flags-refused"),
+    ("ValueError: Loading /models/Qwen-7B-Chat requires you to execute the configuration file in that repo on your "
+     "local machine. Make sure you have read the code there to avoid malicious use, then set the option "
+     "`trust_remote_code=True` to remove this error.", "flags-refused"),
 ]
+
+
+def test_a_checkpoint_with_its_own_code_is_told_to_trust_it():
+    d = diagnose_log(["ValueError: The repository for THUDM/chatglm3-6b contains custom code which must be executed "
+                      "to correctly load the model."])
+    assert d.failure_class == "flags-refused" and any("--trust-remote-code" in a for a in d.advice)
+
+
+def test_a_scheduling_warning_does_not_outrank_the_error_that_follows():
+    lines = ["(autoscaler +1m) Warning: The following resource request cannot be scheduled right now: {'GPU': 1.0}.",
+             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."]
+    assert diagnose_log(lines).failure_class == "cuda-oom"
 
 
 @pytest.mark.parametrize("line, klass", LIBRARY_TEXTS, ids=[t[0][:60] for t in LIBRARY_TEXTS])

@@ -582,6 +582,10 @@ CATALOG: tuple[Signature, ...] = (
             r"RepositoryNotFoundError|HFValidationError",
             # huggingface_hub/errors.py: a file or a revision the repo does not have
             r"EntryNotFoundError|RevisionNotFoundError|(?:Entry|Revision) Not Found for url: https://huggingface\.co/",
+            # transformers' modeling_utils.py: the directory has a config but no weights file it knows
+            r"Error no file named [\w.]+(?:, [\w.]+)* or [\w.]+ found in directory",
+            # a weights shard the index names is missing (a download cut short, a partial copy)
+            r"No such file or directory: ['\"][^'\"]*\.(?:safetensors|gguf)['\"]",
             # vLLM's transformers_utils/config.py: the model is neither a Hub id nor a directory with a config
             r"Invalid repository ID or local directory specified",
             r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo",
@@ -645,6 +649,9 @@ CATALOG: tuple[Signature, ...] = (
             # Triton's front end refusing a kernel's source, and its MLIR pipeline failing on it
             # (triton/compiler/errors.py, triton/compiler/compiler.py)
             r"triton\.compiler\.errors\.CompilationError",
+            # torch/utils/cpp_extension.py building an extension: no CUDA toolkit, or another CUDA than torch's
+            r"CUDA_HOME environment variable is not set",
+            r"The detected CUDA version \([\d.]+\) mismatches the version that was used to compile\s+PyTorch",
             r"PassManager::run failed",
             # the linker of Triton's launcher stub without libcuda.so (only libcuda.so.1 is mounted)
             r"/ld: cannot find -lcuda\b",
@@ -792,6 +799,9 @@ _NO_GPU = Signature(
         # NVML (nvidia-ml-py's pynvml.py error names and texts): no driver loaded, or no libnvidia-ml
         r"NVMLError_DriverNotLoaded|NVML_ERROR_DRIVER_NOT_LOADED|NVMLError_LibraryNotFound|NVML_ERROR_LIBRARY_NOT_FOUND",
         r"NVML Shared Library Not Found",
+        # a container that lost its device access after the host's systemd reloaded cgroups (NVIDIA
+        # container toolkit): nvidia-smi inside it answers only this
+        r"Failed to initialize NVML: Unknown Error",
         # the CUDA runtime's own texts (cudaGetErrorString) and names for "no device" (100), "busy or
         # unavailable" (46: another process holds a GPU in exclusive mode), the stub libcuda that
         # images link against standing in for the host's driver (34), and an ordinal beyond the GPUs
@@ -919,6 +929,38 @@ _DRIVER_MISMATCH = Signature(
     ),
     source="CUDA runtime (cudaErrorSystemDriverMismatch)",
 )
+# The scheduler cannot give the launch a GPU: Kubernetes' FailedScheduling event and Ray's autoscaler.
+# Both are warnings that a later retry may clear, so they explain a failure only when nothing else does.
+_NO_GPU_TO_SCHEDULE = Signature(
+    NO_GPU_VISIBLE,
+    _re(
+        r"\b\d+ Insufficient nvidia\.com/gpu",
+        r"resource request cannot be scheduled right now: \{[^}]*'GPU'",
+    ),
+    "No node has a free GPU for the launch: the cluster's scheduler cannot place it.",
+    (
+        "Free GPUs (another job or a dead launch's pod may hold them), ask for fewer (--tp-size, the pod's "
+        "nvidia.com/gpu limit, the actor's num_gpus), or add a node with GPUs.",
+        "Check the node advertises its GPUs: the NVIDIA device plugin (Kubernetes) or `ray status` (Ray).",
+    ),
+    fatal=False,
+    source="kube-scheduler, ray autoscaler",
+)
+# transformers (dynamic_module_utils.py, and configuration_utils.py before 4.36): the checkpoint ships
+# its own modelling code, which runs only when the launch allows it
+_TRUST_REMOTE_CODE = Signature(
+    FLAGS_REFUSED,
+    _re(
+        r"contains custom code which must be executed to correctly load the model",
+        r"requires you to execute the (?:configuration|tokenizer|modeling) file in that repo on your local machine",
+    ),
+    "The checkpoint ships its own model code, which transformers runs only when the launch trusts it.",
+    (
+        "Add --trust-remote-code (SGLang and vLLM alike) after reading the repository's code, or use a "
+        "release that implements the architecture natively (`imgbuild check MODEL`).",
+    ),
+    source="transformers/dynamic_module_utils.py",
+)
 # torch/cuda/__init__.py _lazy_init: the torch installed is a CPU-only build, so no GPU can be used
 # whatever the container is given.
 _CPU_ONLY_TORCH = Signature(
@@ -968,7 +1010,8 @@ _VERSION_MISMATCH = Signature(
     source="python import system",
 )
 CATALOG = CATALOG + (
-    _IMPORT, _IMPORT_WARNED, _FABRIC_NOT_READY, _DRIVER_MISMATCH, _CPU_ONLY_TORCH, _NO_GPU, _KILLED, _RAY_KILLED, _CUSTOM_ALLREDUCE_P2P, _ADDRESS_NOT_AVAILABLE,
+    _IMPORT, _IMPORT_WARNED, _FABRIC_NOT_READY, _DRIVER_MISMATCH, _CPU_ONLY_TORCH, _NO_GPU, _NO_GPU_TO_SCHEDULE,
+    _TRUST_REMOTE_CODE, _KILLED, _RAY_KILLED, _CUSTOM_ALLREDUCE_P2P, _ADDRESS_NOT_AVAILABLE,
     _VERSION_MISMATCH,
 )
 
