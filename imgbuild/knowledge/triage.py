@@ -779,6 +779,12 @@ _NO_GPU = Signature(
         r"No supported GPU\(s\) detected to run this container",
         # the NVIDIA container toolkit's prestart hook cannot load the host driver's NVML
         r"nvidia-container-cli: initialization error",
+        # the same toolkit asked for a GPU index the host lacks; docker without the nvidia runtime
+        # registered; CDI (podman, containerd) without a spec for the GPUs; no device node to mount
+        r"nvidia-container-cli: device error: ",
+        r"unknown or invalid runtime name: nvidia",
+        r"unresolvable CDI devices nvidia\.com/gpu",
+        r"cannot stat [`'\"]?/dev/nvidia\d*[`'\"]?: No such file or directory",
         r"RuntimeError: No supported device detected",  # vLLM's config.py DeviceConfig (0.3-0.5)
         r"RuntimeError: Failed to infer device type",  # the same in vLLM 0.6-0.8 (config.py DeviceConfig)
         # vLLM's platforms/__init__.py found no platform plugin (no CUDA, ROCm ... library loads), then
