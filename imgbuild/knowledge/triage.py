@@ -444,7 +444,7 @@ CATALOG: tuple[Signature, ...] = (
             r"cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU",
             # cudaErrorInvalidDeviceFunction (98): a kernel with no code for this GPU is launched; HIP
             # words it the same, and names a missing code object for the GPU's gfx target
-            r"CUDA error: invalid device function|HIP error: invalid device function",
+            r"(?:CUDA|HIP) error: invalid device function|cuda runtime error \(98\) : invalid device function",
             r"cudaErrorInvalidDeviceFunction|hipErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu",
             r"Unable to find code object for all current devices",
             r"CUBLAS_STATUS_ARCH_MISMATCH",  # cuBLAS has no kernel for this GPU's architecture
@@ -816,7 +816,8 @@ _NO_GPU = Signature(
         r"no ROCm-capable device is detected|hipErrorNoDevice",
         r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable",
         r"CUDA driver is a stub library|cudaErrorStubLibrary|CUDA_ERROR_STUB_LIBRARY",
-        r"CUDA error: invalid device ordinal|cudaErrorInvalidDevice\b|CUDA_ERROR_INVALID_DEVICE\b",
+        # (torch before 1.5 wrote "cuda runtime error (101) : invalid device ordinal")
+        r"\binvalid device ordinal\b|cudaErrorInvalidDevice\b|CUDA_ERROR_INVALID_DEVICE\b",
         # c10/cuda/CUDAFunctions.cpp on cudaErrorUnknown (999) while counting the devices
         r"CUDA unknown error - this may be due to an incorrectly set up environment",
         # docker's daemon when --gpus is asked for and no NVIDIA container toolkit is installed
