@@ -433,7 +433,7 @@ def test_triage_imports_no_adapter_library():
 # --attention-backend is flags-refused); scored after, 115 of 137.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 137 of 159 (0.862); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 142 of 166 (0.855); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

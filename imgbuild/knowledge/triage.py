@@ -350,6 +350,10 @@ CATALOG: tuple[Signature, ...] = (
             r"torch\.(cuda\.)?OutOfMemoryError",
             r"CUDA (?:runtime )?error: out of memory",  # "runtime": lmdeploy's TurboMind (memory_utils.cu)
             r"cudaErrorMemoryAllocation",
+            # ggml's CUDA backend (llama.cpp, Ollama, LocalAI) allocating its buffers
+            r"\bcudaMalloc failed: out of memory",
+            # IPython / Jupyter name the exception beside the traceback's header (torch's OutOfMemoryError)
+            r"^OutOfMemoryError\s+Traceback \(most recent call last\)",
             # the same code in the driver API (cuGetErrorName), in HIP, and cuBLAS failing its own
             # workspace allocation (cublasCreate under a full GPU)
             r"CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|CUBLAS_STATUS_ALLOC_FAILED",
@@ -848,7 +852,7 @@ _KILLED = Signature(
     _re(
         r"^Killed[\s`'\"]*$",  # also as pasted inside a markdown code span
         r"\]Killed\s*$",  # the shell's report printed right after a tqdm bar (no newline after it)
-        r"line \d+:\s+\d+ Killed\s",  # the shell's job report naming the command
+        r"line \d+:\s+\d+ Killed(?:\s|$)",  # the shell's job report naming the command (or ending there)
         r"^\s*Exit code: -9\s*$",  # Python's subprocess return code for SIGKILL
         r"exited with code 137",  # docker compose
         r"Out of memory: Killed process|killed as a result of limit of",  # the kernel's log
@@ -1081,7 +1085,7 @@ _CHILD_REPORT = re.compile(
     # model_executor/model_runner.py (0.4.x-0.5.x): this rank loaded, another did not
     r"|but there are other ranks that didn't finish loading"
     # Xinference's actor framework (xoscar) when the model's subprocess went away
-    r"|xoscar\.errors\.ServerClosed: Remote server \S+ closed"
+    r"|xoscar\.errors\.ServerClosed: (?:\[[^\]]{0,200}\] )?Remote server \S+ closed"
     # Ray (python/ray/exceptions.py ActorDiedError): an actor (an engine, a rollout worker) died
     r"|The actor died unexpectedly before finishing this task|The actor is dead because its worker process has died"
     # Ray's worker.py for a task's worker that died (its text lists OOM kill, ray stop, a crash as causes)
