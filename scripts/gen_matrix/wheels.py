@@ -6,6 +6,7 @@ from __future__ import annotations
 import email.parser
 import os
 import re
+import ssl
 import subprocess
 import sys
 import zipfile
@@ -293,7 +294,8 @@ def pypi_client() -> Any:
     ca_bundle = os.environ.get("SSL_CERT_FILE")
     if not ca_bundle and os.path.exists("/etc/ssl/certs/ca-certificates.crt"):
         ca_bundle = "/etc/ssl/certs/ca-certificates.crt"
-    return httpx.Client(verify=ca_bundle or True, timeout=60.0, follow_redirects=True)
+    verify = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else True
+    return httpx.Client(verify=verify, timeout=60.0, follow_redirects=True)
 
 
 def is_final(version: Version) -> bool:
