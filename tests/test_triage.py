@@ -433,7 +433,7 @@ def test_triage_imports_no_adapter_library():
 # --attention-backend is flags-refused); scored after, 115 of 137.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 142 of 166 (0.855); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 143 of 166 (0.861); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -945,3 +945,11 @@ def test_a_vllm_config_refusal_pasted_alone_is_flags_refused_with_vllms_advice()
     # vLLM's own bugs and device probes are not the flags
     assert diagnose_log(["AssertionError: vLLM tried to hash some configs that may have Python objects ids in them. "
                          "This is a bug, please file an issue. Text being hashed: x"]).failure_class == "unknown"
+
+
+def test_a_missing_optional_module_explains_a_failure_only_when_a_loader_says_it_failed_to_import():
+    # TGI's loader (text-generation-inference issue 663) against a plain note that a fallback is used
+    lines = ["WARN text_generation_launcher: Could not import Flash Attention enabled models: No module named 'vllm_cache_ops'",
+             "NotImplementedError: Sharded Llama requires Flash Attention enabled models."]
+    assert diagnose_log(lines).failure_class == "import-failed"
+    assert diagnose_log(["WARNING: No module named 'flash_attn'; using the triton backend"]).failure_class == "none"

@@ -840,7 +840,7 @@ _NO_GPU = Signature(
 # itself, it explains the failure that follows when nothing else does.
 _IMPORT_WARNED = Signature(
     IMPORT_FAILED,
-    _re(r"\bNo module named '[\w.]+'"),
+    _re(r"\b(?:Could not|Failed to|Unable to|Cannot) import [^:]{0,120}: No module named '[\w.]+'"),
     _IMPORT.summary,
     _IMPORT.advice,
     fatal=False,
