@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import tarfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from packaging.version import Version
 
@@ -33,7 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # One release per minor series from the V1 engine's predecessor on: the wordings users paste.
 DEFAULT_VERSIONS = ("0.5.5", "0.6.6", "0.7.3", "0.8.5", "0.9.2", "0.10.2", "0.11.0", "0.12.0")
 CONFIG_FILES = ("vllm/config.py", "vllm/engine/arg_utils.py", "vllm/entrypoints/openai/cli_args.py")
-CONFIG_DIR = "vllm/config/"
+CONFIG_DIR = "vllm/config"
 
 
 def download_sdists(versions: list[str], dest: Path) -> list[Path]:
@@ -56,8 +56,8 @@ def download_sdists(versions: list[str], dest: Path) -> list[Path]:
 
 
 def _is_config_file(relative: str) -> bool:
-    return relative in CONFIG_FILES or (relative.startswith(CONFIG_DIR) and relative.endswith(".py")
-                                        and "/" not in relative[len(CONFIG_DIR):])
+    path = PurePosixPath(relative)
+    return relative in CONFIG_FILES or (path.parent.as_posix() == CONFIG_DIR and path.suffix == ".py")
 
 
 def read_sdist(sdist: Path) -> dict[tuple[str, str, str], None]:
