@@ -3,6 +3,7 @@ each citing its source on its first line) and lines as SGLang 0.5.11 prints them
 
 from __future__ import annotations
 
+import html
 import json
 import subprocess
 import sys
@@ -448,6 +449,35 @@ def test_tuned_corpus_log_is_classified(path):
     assert diagnose_log(lines).failure_class == expect
 
 
+# The ways a log reaches a user before it is pasted: through a log collector, a terminal, a web page.
+# Each wraps every line of the excerpt; the class must not change.
+PASTES = {
+    "ray worker": lambda ln: f"(RayWorkerWrapper pid=12345, ip=10.0.0.2) {ln}",
+    "kubectl logs --timestamps": lambda ln: f"2025-03-01T10:00:07.123456789Z {ln}",
+    "docker compose": lambda ln: f"sglang-1  | {ln}",
+    "torch rank": lambda ln: f"[rank0]: {ln}",
+    "journalctl": lambda ln: f"Mar 01 10:00:07 gpu-node sglang[1234]: {ln}",
+    "journalctl -o short-iso": lambda ln: f"2025-03-01T10:00:07+0000 gpu-node python3[1234]: {ln}",
+    "Markdown quote": lambda ln: f"> {ln}",
+    "indented code block": lambda ln: f"    {ln}",
+    "colour": lambda ln: f"\x1b[36m{ln}\x1b[0m",
+    "CRLF": lambda ln: f"{ln}\r",
+    "HTML source": html.escape,
+}
+
+
+@pytest.mark.parametrize("paste", PASTES)
+def test_every_tuned_log_keeps_its_class_however_it_was_pasted(paste):
+    wrap = PASTES[paste]
+    changed = []
+    for path in TUNED:
+        expect, lines = corpus_case(path)
+        got = diagnose_log([wrap(ln) for ln in lines]).failure_class
+        if got != expect:
+            changed.append((path.name, expect, got))
+    assert not changed
+
+
 def test_heldout_corpus_score_is_reported_and_above_its_floor(capsys):
     results = [(p.name, *corpus_case(p)) for p in HELDOUT]
     misses = [(name, expect, diagnose_log(lines).failure_class) for name, expect, lines in results
@@ -884,6 +914,32 @@ LIBRARY_TEXTS = [
      "flax_model.msgpack found in directory /models/x.", "model-not-found"),
     ('FileNotFoundError: No such file or directory: "/models/qwen/model-00001-of-00004.safetensors"', "model-not-found"),
     ("Failed to initialize NVML: Unknown Error", "no-gpu-visible"),
+    # safetensors' header errors (an LFS pointer, a cut download) and tokenizers older than tokenizer.json
+    ("safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge", "model-not-found"),
+    ("safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer", "model-not-found"),
+    ("Exception: data did not match any variant of untagged enum ModelWrapper at line 757443 column 3", "import-failed"),
+    # Slurm 22.05's slurmstepd and srun (strings of Debian's packages), 23.02's wording, systemd
+    ("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.0. Some of your processes may have been killed "
+     "by the cgroup out-of-memory handler.", "killed"),
+    ("slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0. Some of the step tasks have been OOM Killed.",
+     "killed"),
+    ("srun: error: gpu-node-01: task 0: Out Of Memory", "killed"),
+    ("slurmstepd: error: *** JOB 4242 ON gpu-node-01 CANCELLED AT 2025-01-01T00:10:00 DUE TO TIME LIMIT ***", "killed"),
+    ("sglang.service: Main process exited, code=killed, status=9/KILL", "killed"),
+    ("Process exited with code -9", "killed"),
+    # NCCL's init.cc, torch's ROCm build and serialization.py, nvidia-smi, torchvision's extension.py
+    ("misc/init.cc:943 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000", "nccl"),
+    ("Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000", "nccl"),
+    ("RuntimeError: No HIP GPUs are available", "no-gpu-visible"),
+    ("RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you "
+     "are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu').", "no-gpu-visible"),
+    ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
+     "driver is installed and running.", "no-gpu-visible"),
+    ("RuntimeError: Detected that PyTorch and torchvision were compiled with different CUDA major versions. PyTorch "
+     "has CUDA Version=12.1 and torchvision has CUDA Version=11.8.", "import-failed"),
+    ("RuntimeError: operator torchvision::nms does not exist", "import-failed"),
+    ("RuntimeError: Check failed: (lib_handle_ != nullptr) is false: Failed to load dynamic shared library "
+     "/usr/lib/python3.12/site-packages/deep_gemm/_C.so libnvrtc.so.13: cannot open shared object file", "import-failed"),
     ("docker: Error response from daemon: unknown or invalid runtime name: nvidia.", "no-gpu-visible"),
     ("nvidia-container-cli: device error: 2: unknown device: unknown", "no-gpu-visible"),
     ("Error: setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=all", "no-gpu-visible"),

@@ -31,7 +31,9 @@ and from public issue threads (cited in tests/data/failure-logs/).
 
 from __future__ import annotations
 
+import html
 import json
+import os
 import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
@@ -523,6 +525,8 @@ CATALOG: tuple[Signature, ...] = (
             # c10d's TCPStore on the master rank: the other ranks never joined the rendezvous
             # (torch/csrc/distributed/c10d/TCPStore.cpp, raised as torch.distributed.DistStoreError)
             r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined",
+            # NCCL's init (src/init.cc, ncclInvalidUsage): two ranks were given the same GPU
+            r"Duplicate GPU detected : rank \d+ and rank \d+ both on CUDA device",
         ),
         "NCCL, which links the GPUs for tensor parallelism, failed.",
         (
@@ -750,6 +754,8 @@ _IMPORT = Signature(
         # a compiled extension built against another torch (C++ symbols are mangled _Z...)
         r"ImportError: .*undefined symbol",
         r"OSError: \S+\.so(?:\.\d+)*: undefined symbol: ",  # ctypes.CDLL on a library built against another
+        # tvm-ffi's module loader (flashinfer's and DeepGEMM's compiled modules): dlopen refused the library
+        r"Failed to load dynamic shared library \S+\.so\b",
         r"undefined symbol: _Z\w+",
         r"ModuleNotFoundError: No module named",
         r"cannot import name '[\w.]+' from '",  # Python's ImportError text, also pasted without its name
@@ -779,6 +785,11 @@ _NO_GPU = Signature(
         r"No accelerator \([^)]{0,200}\)(?: or platform plugin)? is available(?!\.? - Falling back)",
         r"No supported accelerator \([^)]{0,200}\) available",
         r"No CUDA GPUs are available",
+        r"No HIP GPUs are available",  # the same check (torch/cuda/__init__.py) in torch's ROCm build
+        # torch/serialization.py: a checkpoint saved from a GPU, loaded where torch sees none
+        r"Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\) is False",
+        # nvidia-smi's own text when the kernel module is not loaded (or not reachable in the container)
+        r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
         # the NVIDIA containers' entrypoint (nvidia_entrypoint.sh) when it finds no usable GPU
         r"No supported GPU\(s\) detected to run this container",
         # the NVIDIA container toolkit's prestart hook cannot load the host driver's NVML
@@ -854,6 +865,7 @@ _KILLED = Signature(
         r"\]Killed\s*$",  # the shell's report printed right after a tqdm bar (no newline after it)
         r"line \d+:\s+\d+ Killed(?:\s|$)",  # the shell's job report naming the command (or ending there)
         r"^\s*Exit code: -9\s*$",  # Python's subprocess return code for SIGKILL
+        r"\bexited with (?:exit )?code:? -9\b",
         r"exited with code 137",  # docker compose
         r"Out of memory: Killed process|killed as a result of limit of",  # the kernel's log
         r"\binvoked oom-killer\b",  # the kernel's log, the line before it picks its victim
@@ -875,6 +887,15 @@ _KILLED = Signature(
         # torch/utils/data/_utils/signal_handling.py: a DataLoader worker ended by the OOM killer
         r"DataLoader worker \(pid(?:\(s\))? [\d, ]+\) is killed by signal: Killed",
         r"\bexit (?:code|status) 137\b",
+        # Slurm (strings of slurmstepd and srun 22.05, Debian's slurmd / slurm-client packages; 23.02 on
+        # words the first "oom_kill event in StepId=... have been OOM Killed"): the step's cgroup ran out of
+        # host memory, srun's report of it, and a job ended by the scheduler (time limit, preemption,
+        # scancel, a node failure)
+        r"Detected \d+ oom[-_]kill event",
+        r"srun: error: .{0,80}: tasks? [\d,-]+: Out Of Memory",
+        r"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT ",
+        # systemd's record of a service's main process ended by SIGKILL
+        r"Main process exited, code=killed, status=9/KILL",
     ),
     "The process was killed (SIGKILL); while loading, most often by the kernel's OOM killer "
     "when host RAM runs out.",
@@ -1014,13 +1035,52 @@ _ADDRESS_NOT_AVAILABLE = Signature(
 # a package older or newer than the code that calls it: the module is there, the name is not
 _VERSION_MISMATCH = Signature(
     IMPORT_FAILED,
-    _re(r"AttributeError: module '[\w.]+' has no attribute '\w+'"),
+    _re(
+        r"AttributeError: module '[\w.]+' has no attribute '\w+'",
+        # torchvision/extension.py: torchvision built for another CUDA than torch, and torch's operator
+        # registry when torchvision's C++ ops did not load (a torchvision for another torch)
+        r"Detected that PyTorch and torchvision were compiled with different CUDA (?:major )?versions",
+        r"operator torchvision::\w+ does not exist",
+    ),
     "A package in the environment is not the version the code calling it was written for: "
     "the module imports, but lacks a name it uses.",
     (LOCK_ADVICE,),
     source="python import system",
 )
+# safetensors (bindings/python: "Error while deserializing header: {SafeTensorError}"): the file does not
+# begin with a safetensors header, as a Git LFS pointer checked out in place of the weights does (its
+# first 8 bytes read as a header length far over the limit: HeaderTooLarge), or ends before the header's
+# offsets do (MetadataIncompleteBuffer: an interrupted download)
+_BROKEN_CHECKPOINT = Signature(
+    MODEL_NOT_FOUND,
+    _re(
+        r"Error while deserializing header: (?:HeaderTooLarge|HeaderTooSmall|MetadataIncompleteBuffer|"
+        r"InvalidHeader\w*)",
+    ),
+    "A weight file is not a whole safetensors file: a Git LFS pointer left in place of the weights, or a "
+    "download cut short.",
+    (
+        "Fetch the weights again: `git lfs pull` in a git clone, or `huggingface-cli download REPO` "
+        "(a file of a few hundred bytes is an LFS pointer; compare the sizes with the Hub's).",
+        "On a shared cache, remove the snapshot's half-written files first (a download killed midway leaves them).",
+    ),
+    source="safetensors (bindings/python)",
+)
+# tokenizers reading a tokenizer.json written by a newer release of it: serde's text for an untagged enum
+# none of whose variants (the tokenizer models this release knows) matches
+_TOKENIZERS_TOO_OLD = Signature(
+    IMPORT_FAILED,
+    _re(r"data did not match any variant of untagged enum (?:ModelWrapper|PreTokenizerWrapper|"
+        r"NormalizerWrapper|DecoderWrapper|PostProcessorWrapper)"),
+    "The tokenizers package here is older than the one that wrote the model's tokenizer.json.",
+    (
+        "Upgrade tokenizers (with the transformers that requires it) to a release as new as the model's, or "
+        "use an SGLang release whose lock has one (`imgbuild check MODEL --sglang V`, `imgbuild lock V`).",
+    ),
+    source="tokenizers (serde untagged enum)",
+)
 CATALOG = CATALOG + (
+    _BROKEN_CHECKPOINT, _TOKENIZERS_TOO_OLD,
     _IMPORT, _IMPORT_WARNED, _FABRIC_NOT_READY, _DRIVER_MISMATCH, _CPU_ONLY_TORCH, _NO_GPU, _NO_GPU_TO_SCHEDULE,
     _TRUST_REMOTE_CODE, _KILLED, _RAY_KILLED, _CUSTOM_ALLREDUCE_P2P, _ADDRESS_NOT_AVAILABLE,
     _VERSION_MISMATCH,
@@ -1114,8 +1174,13 @@ PROXY_ADVICE = (
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 # "[2026-05-01 10:00:00 TP0] " and "2025-07-02 16:41:31 | ERROR | stderr | " style prefixes
 _PREFIX = re.compile(
-    # the lookahead bounds the bracket, so a long line without ']' is not scanned once per time in it
-    r"^\s*(?:\[(?=[^\]]{0,200}\])[^\]]*\d{2}:\d{2}:\d{2}[^\]]*\]\s*"  # [2026-05-01 10:00:00 TP0]
+    # journalctl (a systemd service) and syslog: "Mar 01 10:00:00 gpu-node sglang[1234]: ", and
+    # journalctl -o short-iso: "2025-03-01T10:00:00+0000 gpu-node sglang[1234]: " (before docker's timestamp,
+    # which would take the date alone)
+    r"^\s*(?:(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}T[\d:.]+[+-]\d{2}:?\d{2}) [\w.-]+ [\w.@/-]+\[\d+\]: "
+    # [2026-05-01 10:00:00 TP0]; the lookahead bounds the bracket, so a long line without ']' is not
+    # scanned once per time in it
+    r"|\[(?=[^\]]{0,200}\])[^\]]*\d{2}:\d{2}:\d{2}[^\]]*\]\s*"
     r"|\d{4}-\d{2}-\d{2} [\d:,.]+ - [\w.]+ - [A-Z]+ - "  # logging's default: "time - name - LEVEL - "
     r"|\d{4}-\d{2}-\d{2}[ T][\d:,.]+Z?\s*(?:\|[^|]*\|\s*)*"  # 2025-07-02 16:41:31 | ERROR | x |, docker --timestamps
     r"|\(\w+ pid=\d+(?:, ip=[\w.-]+)?\)\s*"  # Ray workers: "(WorkerDict pid=616, ip=...)"
@@ -1137,6 +1202,7 @@ _PREFIX = re.compile(
 _TYPOGRAPHIC = re.compile(r"[\u2018\u2019\u201c\u201d]|[\u2013\u2014](?=[A-Za-z])")
 _TYPOGRAPHIC_ASCII = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "--", "\u2014": "--"}
 # Ray's de-duplication note at the end of a line; (?<!\s): a run of spaces is tried from its start only
+_ENTITY = re.compile(r"&(?:quot|apos|amp|lt|gt|#\d{2,3}|#x[0-9a-fA-F]{2});")
 _RAY_REPEATED = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]\s*$")
 # colour codes, also as pasted without their ESC byte ("[36m(WorkerDict pid=1)[0m") or as ^[
 # (three branches, each with its first character, so re skips the text that cannot start one)
@@ -1231,8 +1297,10 @@ def _is_hot(line: str) -> bool:
     here than one regex alternation of the keys, which re tries key by key at every position.)"""
     if _holds_key(_fold(line)):
         return True
-    # a colour code inside a word hides it until strip_prefix removes the code
-    return "[" in line and _ANSI.search(line) is not None and _holds_key(_fold(_ANSI.sub("", line)))
+    # a colour code inside a word hides it until strip_prefix removes the code, and so does an HTML entity
+    if "[" in line and _ANSI.search(line) is not None and _holds_key(_fold(_ANSI.sub("", line))):
+        return True
+    return "&" in line and _ENTITY.search(line) is not None and _holds_key(_fold(html.unescape(line)))
 
 
 def strip_prefix(line: str) -> str:
@@ -1241,6 +1309,8 @@ def strip_prefix(line: str) -> str:
     text = line.rstrip("\r\n")
     text = _ANSI.sub("", text) if "[" in text else text
     text = _RAY_REPEATED.sub("", text) if "[repeated " in text else text
+    # a log copied from a web page's source or an HTML export: &quot; &#39; &gt; for " ' >
+    text = html.unescape(text) if "&" in text and _ENTITY.search(text) else text
     if not text.isascii():
         text = _TYPOGRAPHIC.sub(lambda m: _TYPOGRAPHIC_ASCII[m.group(0)[0]], text)
     if "\u2502" in text or "\u2503" in text:  # a terminal pane's frame, closed at the right too
@@ -1582,16 +1652,32 @@ class _Log:
 
 # a glog-style record at INFO or WARNING level (torch's logging, Triton): a traceback it holds was
 # logged and handled ("W... torch/_inductor/codecache.py:604] [0/0] Can't pickle" then the traceback)
-_LOGGED_LEVEL = re.compile(r"^(?:\[rank\d+\]:\s?)?[IW]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ ")
+# (at a line's start, or after another prefix: torch's "[rank0]:", Ray's, compose's, journald's)
+_LOGGED_LEVEL = re.compile(r"(?:^|[\s:)|])[IW]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [\w./-]+:\d+\]")
+
+
+def _dedent(lines: list[str]) -> list[str]:
+    """The lines less the indent all of them share: a log pasted as an indented block (Markdown's code
+    block, a forum's quote, a YAML value) reads as it was printed. Stops at the first line at column 0,
+    which in a log as printed is the first line or nearly."""
+    common: str | None = None
+    for ln in lines:
+        body = ln.lstrip()
+        if body:
+            indent = ln[:len(ln) - len(body)]
+            common = indent if common is None else os.path.commonprefix((common, indent))
+            if not common:
+                return lines
+    return [ln[len(common):] for ln in lines] if common else lines
 
 
 def _read_log(lines: Iterable[str]) -> _Log:
-    kept = [ln.rstrip("\r\n") for ln in lines]
+    kept = _dedent([ln.rstrip("\r\n") for ln in lines])
     hot = [i for i, ln in enumerate(kept) if _is_hot(ln)]
     msgs = _Messages(kept)
     ready_at = next((i for i in hot if _READY.search(msgs[i])), None)
     log = _Log(lines=kept, msgs=msgs, hot=hot, ready_at=ready_at, tracebacks=[])
-    log.tracebacks.extend(tb for tb in _tracebacks(msgs, log.scanned()) if not _LOGGED_LEVEL.match(kept[tb.start]))
+    log.tracebacks.extend(tb for tb in _tracebacks(msgs, log.scanned()) if not _LOGGED_LEVEL.search(kept[tb.start]))
     return log
 
 
@@ -1859,7 +1945,7 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
     # a line that states a failure ("XError: message", unindented) counts without a traceback
     marker = next((i for i in log.scanned() if (m := msgs[i]) and (
         (" hit an exception" in m and _HIT_EXCEPTION.search(m))
-        or (_TRACEBACK.search(m) and not _LOGGED_LEVEL.match(lines[i])) or _EXCEPTION.match(m)
+        or (_TRACEBACK.search(m) and not _LOGGED_LEVEL.search(lines[i])) or _EXCEPTION.match(m)
         or _CPP_EXCEPTION.match(m) or _CHILD_REPORT.search(m) or _FAILED_WITH.match(m) or _CRASH.search(m)
         or _FAILED_LOAD.search(m) or _PROXIED_SELF.search(m) or _BAD_CALL.match(m))), None)
     starts = [tb.start for tb in log.tracebacks]
