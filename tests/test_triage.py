@@ -431,10 +431,19 @@ def test_triage_imports_no_adapter_library():
 # collected after that (SGLang, Ascend's SGLang, vLLM, vLLM-Ascend, llm-d, club-3090 threads; 11 tuned, 1
 # held out; one excerpt without its final error left out), scored before any change: the tuned part 10
 # of 11, the new held-out log 1 of 1. The miss was fixed from it (a layer refusing the chosen
-# --attention-backend is flags-refused); scored after, 115 of 137.
+# --attention-backend is flags-refused); scored after, 115 of 137. Later batches are recorded in the README's diagnose
+# paragraph and the issue notes. Of the 44 collected after those (SGLang and KTransformers threads, RL
+# frameworks and operators, other serving stacks; 36 tuned, 8 held out), scored before any change with
+# this session's rules read from library source (Slurm, safetensors, tokenizers, torchvision, journald
+# and indented pastes), which had left the held-out part at 143 of 166: the tuned part 25 of 36, the new
+# held-out logs 5 of 8 (the whole part 148 of 174). The tuned misses were fixed from the tuned logs
+# alone (vLLM's nested process prefixes, a traceback cut below "hit an exception", Triton's FP8 refusal
+# inside its CompilationError, an assert on the GPU's generation, pydantic's config refusal, NCCL's
+# INFO lines, the Hub's gated-model text and another client's 403, SIGILL, a bold error line, an
+# elided site-packages path); scored after, 150 of 174.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 143 of 166 (0.861); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 150 of 174 (0.862); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -450,8 +459,11 @@ def test_tuned_corpus_log_is_classified(path):
 
 
 # The ways a log reaches a user before it is pasted: through a log collector, a terminal, a web page.
-# Each wraps every line of the excerpt; the class must not change.
+# Each wraps every line of the excerpt (or, the fence, the excerpt); the class must not change.
 PASTES = {
+    "Markdown fence": lambda lines: ["```text", *lines, "```"],
+}
+LINE_PASTES = {
     "ray worker": lambda ln: f"(RayWorkerWrapper pid=12345, ip=10.0.0.2) {ln}",
     "kubectl logs --timestamps": lambda ln: f"2025-03-01T10:00:07.123456789Z {ln}",
     "docker compose": lambda ln: f"sglang-1  | {ln}",
@@ -464,6 +476,7 @@ PASTES = {
     "CRLF": lambda ln: f"{ln}\r",
     "HTML source": html.escape,
 }
+PASTES |= {name: (lambda wrap: lambda lines: [wrap(ln) for ln in lines])(wrap) for name, wrap in LINE_PASTES.items()}
 
 
 @pytest.mark.parametrize("paste", PASTES)
@@ -472,7 +485,7 @@ def test_every_tuned_log_keeps_its_class_however_it_was_pasted(paste):
     changed = []
     for path in TUNED:
         expect, lines = corpus_case(path)
-        got = diagnose_log([wrap(ln) for ln in lines]).failure_class
+        got = diagnose_log(wrap(lines)).failure_class
         if got != expect:
             changed.append((path.name, expect, got))
     assert not changed
@@ -927,6 +940,37 @@ LIBRARY_TEXTS = [
     ("slurmstepd: error: *** JOB 4242 ON gpu-node-01 CANCELLED AT 2025-01-01T00:10:00 DUE TO TIME LIMIT ***", "killed"),
     ("sglang.service: Main process exited, code=killed, status=9/KILL", "killed"),
     ("Process exited with code -9", "killed"),
+    # huggingface_hub's gated-repo text, and another Hub client's 403 on a file's URL (the hf-hub crate)
+    ("Access to model meta-llama/Meta-Llama-3-8B-Instruct is restricted. You must have access to it and be "
+     "authenticated to access it. Please log in.", "model-not-found"),
+    ("RequestError(Status(403, Response[status: 403, status_text: Forbidden, url: "
+     "https://huggingface.co/mistralai/Mistral-7B-Instruct-v0.1/resolve/main/tokenizer.json]))", "model-not-found"),
+    # Triton's FP8 (e4m3) on a GPU below sm89
+    ("AssertionError: fp8e4nv data type is not supported on CUDA arch < 89", "no-kernel-image"),
+    ("triton.compiler.errors.CompilationError: at 1:0:\ndef fused_moe_kernel(\n^\nValueError(\"type fp8e4nv not "
+     "supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')\")", "no-kernel-image"),
+    # pydantic's refusal by a vLLM config class (0.10+), and the check's own text naming another class
+    ("pydantic_core._pydantic_core.ValidationError: 1 validation error for SchedulerConfig\n  Value error, "
+     "max_num_batched_tokens (8192) is smaller than max_model_len (128000).", "flags-refused"),
+    # SIGILL (a build for CPU instructions this CPU lacks) is a crash with no class of its own
+    ("/scripts/docker-entrypoint.sh: line 69:   134 Illegal instruction     \"${LAUNCHER[@]}\"", "unknown"),
+    ("Illegal instruction (core dumped)", "unknown"),
+    # an error line set in bold in a post
+    ("**AttributeError: 'Glm4vMoeForConditionalGeneration' object has no attribute 'capture_aux_hidden_states'**",
+     "unknown"),
+    # a bare AssertionError whose failing line asserts the GPU's generation
+    ('File ".../sglang/srt/layers/quantization/fp8.py", line 788, in __init__\n    assert is_sm100_supported() or '
+     'is_sm90_supported()\nAssertionError', "no-kernel-image"),
+    # NCCL's INFO lines (a plugin it did not find) are not the failure; its WARN of a CUDA failure names it
+    ("NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: cannot open shared object "
+     "file: No such file or directory", "none"),
+    # a traceback cut short under vLLM's three process prefixes and its logger's, below a worker's report
+    ("(APIServer pid=1) (EngineCore_DP6 pid=2) (Worker_DP6_EP6 pid=3) ERROR 10-30 17:32:00 "
+     "[v1/executor/multiproc_executor.py:671] WorkerProc hit an exception.\n(APIServer pid=1) (EngineCore_DP6 pid=2) "
+     "(Worker_DP6_EP6 pid=3) ERROR 10-30 17:32:00 [v1/executor/multiproc_executor.py:671] Traceback (most recent "
+     "call last):\n(APIServer pid=1) (EngineCore_DP6 pid=2) (Worker_DP6_EP6 pid=3) ERROR 10-30 17:32:00 "
+     "[v1/executor/multiproc_executor.py:671]   File \"/opt/vllm/lib64/python3.12/site-packages/flashinfer/jit/"
+     "cpp_ext.py\", line 258, in run_ninja", "jit-build-failed"),
     # NCCL's init.cc, torch's ROCm build and serialization.py, nvidia-smi, torchvision's extension.py
     ("misc/init.cc:943 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000", "nccl"),
     ("Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000", "nccl"),
@@ -969,7 +1013,7 @@ def test_a_scheduling_warning_does_not_outrank_the_error_that_follows():
 
 @pytest.mark.parametrize("line, klass", LIBRARY_TEXTS, ids=[t[0][:60] for t in LIBRARY_TEXTS])
 def test_the_stacks_libraries_own_texts_name_their_class(line, klass):
-    assert diagnose_log([line]).failure_class == klass
+    assert diagnose_log(line.split("\n")).failure_class == klass
 
 
 def test_cudas_own_invalid_argument_is_not_read_as_refused_flags():

@@ -467,6 +467,10 @@ CATALOG: tuple[Signature, ...] = (
             # model_loader/loader.py (every release) and vLLM's the same: the checkpoint's quantization
             # has kernels only from a newer compute capability (FP8 needs 89 on sm86)
             r"The quantization method \S+ is not supported for the current GPU\. Minimum capability: \d+",
+            # Triton compiling a kernel that uses FP8 (e4m3, "fp8e4nv") for a GPU below sm89: its
+            # semantic check and its code generator (the CompilationError around it is this, not a broken build)
+            r"fp8e4nv data type is not supported on CUDA arch < 89",
+            r"type fp8e4nv not supported in this architecture",
         ),
         "The image's CUDA kernels were not built for this GPU's compute capability.",
         (
@@ -600,6 +604,10 @@ CATALOG: tuple[Signature, ...] = (
             # huggingface_hub's HTTPError for a gated or private repo fetched without a token (sglang PR 14644),
             # or for a repo or file the Hub does not have (vllm-omni issue 2660)
             r"(?:401|403|404) Client Error: (?:Unauthorized|Forbidden|Not Found) for url: https://huggingface\.co/",
+            # huggingface_hub/utils/_http.py's message for a gated repo fetched without access
+            r"Access to model \S+ is restricted(?: and you are not in the authorized list)?\. ",
+            # other Hub clients (the hf-hub crate: mistral.rs, TGI's router) with the status and the file's URL
+            r"\b(?:401|403|404)\b[^\n]{0,120}https://huggingface\.co/\S+/resolve/",
             r"No such file or directory: '[^']*config\.json'",
             # model_loader/loader.py, utils/hf_transformers_utils.py: the path holds no model
             r"No model weights found in",
@@ -1188,7 +1196,8 @@ _PREFIX = re.compile(
     r"|[\w.-]+-\d+\s+\|\s"  # docker compose: "sglang-1  | "
     r"|[\w.-]+\s{2,}\|\s"  # docker compose with container_name: "scalellm    | "
     r"|\[pod/[^\]]+\]\s?"  # kubectl logs --prefix: "[pod/name/container] "
-    r"|[A-Z]+ \d{2}-\d{2} [\d:]+ (?:\[)?[\w.]+:\d+\]\s*"  # vLLM-style "INFO 03-06 10:05:08 __init__.py:190] "
+    # vLLM-style "INFO 03-06 10:05:08 __init__.py:190] ", "ERROR 10-30 17:32:00 [v1/executor/x.py:671] "
+    r"|[A-Z]+ \d{2}-\d{2} [\d:]+ (?:\[)?[\w./]+:\d+\]\s*"
     r"|[A-Z]+ \d{4}-\d{2}-\d{2}T[\d:.]+Z\s+"  # cloud log viewers: "ERROR 2025-04-07T19:13:52.318Z "
     r"|\w{3} \w{3} +\d+ [\d:]+ \d{4}\[\d+,\d+\]<std(?:out|err)>:"  # mpirun --tag-output
     r"|[\u2502\u2503]\s*"  # a terminal pane's frame (k9s, lazydocker): "│ ERROR ... │"
@@ -1202,6 +1211,7 @@ _PREFIX = re.compile(
 _TYPOGRAPHIC = re.compile(r"[\u2018\u2019\u201c\u201d]|[\u2013\u2014](?=[A-Za-z])")
 _TYPOGRAPHIC_ASCII = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "--", "\u2014": "--"}
 # Ray's de-duplication note at the end of a line; (?<!\s): a run of spaces is tried from its start only
+_EMPHASIS = re.compile(r"^(\*\*|`)(?=[^\s*`])(.+?)(?<=[^\s*`])\1\s*$")  # (not a fence: ```)
 _ENTITY = re.compile(r"&(?:quot|apos|amp|lt|gt|#\d{2,3}|#x[0-9a-fA-F]{2});")
 _RAY_REPEATED = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]\s*$")
 # colour codes, also as pasted without their ESC byte ("[36m(WorkerDict pid=1)[0m") or as ^[
@@ -1223,6 +1233,9 @@ _CPP_EXCEPTION = re.compile(r"^Exception raised from \w+ at ")
 _FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?\"?[Ff]ailed to [^:]{1,120}: (?:\w+: )?\w*(?:Error|Exception): ")
 # a process that crashed in native code: the shell's report, Python's faulthandler
 _CRASH = re.compile(r"\b[Ss]egmentation fault\b"
+                    # SIGILL: a binary built for CPU instructions this CPU lacks (AVX2, AVX-512), as the shell
+                    # reports it ("line 69:   134 Illegal instruction", "Illegal instruction (core dumped)")
+                    r"|\bIllegal instruction(?: \(core dumped\)|\s+\S|\s*$)"
                     # a Rust launcher's or router's panic (TGI's launcher and router, sgl-router)
                     r"|\bthread '[^']{1,80}' panicked at\b"
                     # a C++ exception nothing caught (std::terminate's report), a C++ engine's failed check
@@ -1315,11 +1328,14 @@ def strip_prefix(line: str) -> str:
         text = _TYPOGRAPHIC.sub(lambda m: _TYPOGRAPHIC_ASCII[m.group(0)[0]], text)
     if "\u2502" in text or "\u2503" in text:  # a terminal pane's frame, closed at the right too
         text = text.rstrip().rstrip("\u2502\u2503").rstrip()
-    for _ in range(4):
+    for _ in range(6):  # vLLM nests three process prefixes before its logger's
         stripped = _PREFIX.sub("", text, count=1)
         if stripped == text:
             break
         text = stripped
+    # an error line a post set in bold or in a code span ("**AttributeError: ...**", "`Killed`")
+    if text[:1] in "*`" and (emphasis := _EMPHASIS.match(text)) is not None:
+        text = emphasis.group(2)
     return text
 
 
@@ -1385,6 +1401,8 @@ def _match(text: str) -> Signature | None:
     if "Ignore import error" in text and _IMPORT_IGNORED.search(text):
         # SGLang imports every model module and logs the failures it ignores; such a
         # line explains a failure only together with one (see _refine_architecture).
+        return None
+    if "NCCL INFO " in text:  # NCCL's INFO level: a plugin it did not find, its topology; never the failure
         return None
     folded = _fold(text)
     for sig in CATALOG:
@@ -1454,9 +1472,17 @@ def _vllm_refusals() -> re.Pattern[str] | None:
                             or (m.get("kind") == "raise TypeError" and str(m.get("text", "")).startswith("Error: --")))
 
 
+# pydantic's report on a config class that refused its values (vLLM's config classes are pydantic
+# dataclasses from 0.10: "1 validation error for SchedulerConfig", then "  Value error, <the check's text>");
+# the check's own text, when the catalog knows it (a model type transformers lacks), names the class first
+_CONFIG_VALIDATION = re.compile(r"(?:[\w.]+\.)?ValidationError: \d+ validation errors? for \w*Config\b")
+
+
 def _config_refusal(text: str) -> Signature | None:
     """``text`` (an exception line) is, word for word, one of SGLang's server_args refusals or one of
     vLLM's config refusals: the signature saying so, else None."""
+    if _CONFIG_VALIDATION.match(text.strip()):
+        return _VLLM_FLAGS_SIGNATURE
     message = _EXCEPTION_PREFIX.sub("", text.strip(), count=1)
     for pattern, signature in ((_server_args_refusals(), _FLAGS_SIGNATURE), (_vllm_refusals(), _VLLM_FLAGS_SIGNATURE)):
         if pattern is not None and pattern.match(message) is not None:
@@ -1483,6 +1509,8 @@ def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
     if sig is None and text.startswith("KeyError") and any("configuration_auto.py" in f for f in tb.frames):
         # transformers' CONFIG_MAPPING has no entry for the checkpoint's model_type: too old
         return _UNSUPPORTED_SIGNATURE
+    if sig is None and text.strip() == "AssertionError" and _asserts_capability(msgs, tb.exception):
+        return _NO_KERNEL_SIGNATURE
     if sig is None and _in_jit_build(tb.frames):
         return _JIT_SIGNATURE
     if sig is None and _is_import_chain(tb.frames):
@@ -1502,10 +1530,23 @@ def _in_jit_build(frames: Iterable[str]) -> bool:
 
 
 _UNSUPPORTED_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == UNSUPPORTED_ARCHITECTURE)
+_NO_KERNEL_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == NO_KERNEL_IMAGE)
+# the source line Python prints under the failing frame, when it asserts the GPU's generation: SGLang's
+# utils (is_sm90_supported, is_sm100_supported, is_blackwell ...), torch's get_device_capability
+_CAPABILITY_ASSERT = re.compile(
+    r"^\s*assert\b.*\b(?:is_sm\d+\w*_supported|is_(?:hopper|blackwell|ampere)\w*|get_device_capability|"
+    r"get_device_sm|device_capability|sm_version|compute_capability)\b")
+
+
+def _asserts_capability(msgs: _Messages, exception: int) -> bool:
+    """A bare AssertionError whose failing line (just above it, or above Python 3.11's ^^^ marks) asserts
+    the GPU's compute capability: code with kernels only for other GPUs."""
+    return any(k >= 0 and _CAPABILITY_ASSERT.match(msgs[k]) for k in (exception - 1, exception - 2))
 # a frame running a module's top level; \b: a long word is tried from its first letter only
 _MODULE_LINE = re.compile(r'\b(\w+)\.py", line \d+, in <module>')
 # installed packages, and sglang run from a source checkout (/sgl-workspace/sglang/python/sglang/...)
-_PACKAGE_DIR = re.compile(r"(?:(?:site|dist)-packages|/python)/[A-Za-z_]\w*/")
+# (or a path the poster shortened to ".../sglang/srt/...")
+_PACKAGE_DIR = re.compile(r"(?:(?:site|dist)-packages|/python|^\.\.\.)/[A-Za-z_]\w*/")
 
 
 def _is_import_chain(frames: Iterable[str]) -> bool:
@@ -1565,8 +1606,8 @@ def _exception_text(msgs: _Messages, index: int) -> str:
             k += 1
     for k in range(k, min(k + 3, len(msgs))):
         nxt = msgs[k].strip()
-        if not nxt or _TRACEBACK.search(nxt) or _SIGQUIT.search(nxt) or _FRAME.match(msgs[k]):
-            break
+        if not nxt or nxt.startswith("```") or _TRACEBACK.search(nxt) or _SIGQUIT.search(nxt) or _FRAME.match(msgs[k]):
+            break  # (a Markdown fence closes the pasted block)
         if _PREFIX.match(msgs[k]) and msgs[k] != nxt:  # a new log record
             break
         parts.append(nxt)
@@ -1966,7 +2007,8 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
                 confidence="inferred",
                 ready=log.ready,
             )
-    cut = next((tb for tb in log.tracebacks if tb.start == marker and tb.exception is None), None)
+    # the traceback at the marker, or the one its line announces ("WorkerProc hit an exception." above it)
+    cut = next((tb for tb in log.tracebacks if marker <= tb.start <= marker + 1 and tb.exception is None), None)
     if cut is not None and (inferred := _diagnose_cut_traceback(log, cut, marker)) is not None:
         return inferred
     # entrypoints/engine.py: a scheduler that died before reporting ready is logged as 'Rank N
@@ -2065,6 +2107,22 @@ def _diagnose_killed(log: _Log) -> Diagnosis | None:
     return _diagnose_at(log, killed, _KILLED, (), via=None)
 
 
+# an exception whose own lines below it carry the error it wraps: Triton's CompilationError ("at 1:0:",
+# the kernel's source, then the semantic error, e.g. an FP8 type this GPU lacks)
+_WRAPPER = re.compile(r"^(?:[\w.]+\.)?CompilationError: ")
+
+
+def _wrapped_cause(log: _Log, i: int, sig: Signature, hi: int) -> tuple[int, Signature]:
+    """(i, sig), or the line below a wrapping exception that names its cause by another signature."""
+    if not _WRAPPER.match(log.msgs[i]):
+        return i, sig
+    for k in log.hot_in(i + 1, min(hi, i + 12)):
+        inner = log.match(k)
+        if inner is not None and inner.fatal and inner.failure_class != sig.failure_class:
+            return k, inner
+    return i, sig
+
+
 def _first_signature(
     log: _Log, lo: int, hi: int, *, fatal_only: bool = False
 ) -> tuple[int, Signature] | None:
@@ -2077,7 +2135,7 @@ def _first_signature(
         if sig is None or (fatal_only and not sig.fatal):
             continue
         if _EXCEPTION.match(msgs[i]):
-            exc_hit = exc_hit or (i, sig)
+            exc_hit = exc_hit or _wrapped_cause(log, i, sig, hi)
             break
         if msgs[i].startswith((" ", "\t")):
             code_hit = code_hit or (i, sig)
