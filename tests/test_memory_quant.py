@@ -5,6 +5,7 @@ dtype a modelopt checkpoint implies."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -200,3 +201,24 @@ def test_quantization_flag_leaves_a_quantized_checkpoint_as_it_is() -> None:
 
     assert online_quant_scheme(g, "fp8") is None
     assert online_quant_scheme(inspect_model(str(MODELS / "llama-3.1-8b")).geometry, "awq") is None
+
+
+def test_deepseek_v4_routed_experts_are_mxfp4_beside_fp8_linears() -> None:
+    """configs/model_config.py (0.5.14-0.5.23) makes DeepSeek V4's routed experts MXFP4 (fp8.py create_weights:
+    int8 pairs, a float32 scale per 32) while its other linears stay FP8 blocks: the published
+    deepseek-ai/DeepSeek-V4-Pro config (tests/data/plan_logs/models, its SOURCE.md) sizes at about 121 GiB
+    per GPU at TP 8, where SGLang's first V4 build logged 125.65 (InferenceX issue 2128); as FP8 throughout
+    it would be about 190."""
+    from imgbuild.knowledge.modelinfo import routed_expert_params
+    from imgbuild.knowledge.quantscheme import DSV4_FP4_EXPERT_BYTES
+
+    path = Path(__file__).resolve().parent / "data" / "plan_logs" / "models" / "deepseek-v4-pro"
+    g = inspect_model(str(path)).geometry
+    assert g.quant is not None and g.quant.routed_expert_bytes == DSV4_FP4_EXPERT_BYTES == 0.625
+    split = split_weights(g, tp=8)
+    routed = split.routed_experts_per_gpu_params
+    assert routed == g.moe_layers * routed_expert_params(g) / 8
+    as_fp8 = weights_per_gpu_bytes(g, split, tp=8, at_load=replace(g.quant, routed_expert_bytes=None))
+    mixed = weights_per_gpu_bytes(g, split, tp=8)
+    assert as_fp8 - mixed == pytest.approx(routed * (g.quant.bytes_per_weight - 0.625), rel=1e-9)
+    assert 115 < mixed / 2**30 < 125 and as_fp8 / 2**30 > 180

@@ -473,3 +473,17 @@ def test_dsa_runs_with_dp_attention_where_0_5_4_post1_to_0_5_5_force_it(matrix, 
     assert not any("DP attention" in n for n in results["0.5.6"].notes)
     # the attention weights (MLA projections, the indexer) are whole on every GPU, not split by 8
     assert results["0.5.5"].plan.weights_gib > results["0.5.6"].plan.weights_gib + 1
+
+
+def test_a_pool_left_almost_nothing_is_borderline_by_the_pools_not_the_headroom(matrix) -> None:
+    """model_runner_kv_cache_mixin.py refuses when nothing is left for the KV pool once the weights are
+    in: a pool within plan's own error of nothing is borderline, measured to the pools, however much
+    headroom the activations have (the seed's model at TP 2 on H100s, 0.5.2's default mem_fraction_static:
+    the Mamba cache takes nearly all of the pool budget)."""
+    r = plan(matrix, "--tp", "2", sglang="0.5.2", gpu="H100 80GB HBM3x8")
+    p, margin = r.plan, r.margin()
+    assert margin["limited_by"] == "pools" and p.verdict == "borderline"
+    assert 0 < p.margin_gib < p.margin_error_gib and p.margin_gib < p.slack_gib - p.runtime_need_gib
+    # a larger mem_fraction_static leaves the pool room and the headroom decides again
+    wide = plan(matrix, "--tp", "2", "--mem-fraction-static", "0.9", sglang="0.5.2", gpu="H100 80GB HBM3x8")
+    assert wide.margin()["limited_by"] == "headroom" and wide.plan.verdict == "fits"

@@ -33,6 +33,7 @@ CASES_DIR = ROOT / "tests" / "data" / "plan_logs"
 # the models of the corpus: tests/data/models where a config is there already, else this corpus's
 # own models/ (kept apart so scripts/plan_corpus.py, which plans every tests/data/models entry, is unchanged)
 MODEL_DIRS = (CASES_DIR / "models", ROOT / "tests" / "data" / "models")
+DRAFTS_DIR = ROOT / "tests" / "data" / "drafts"
 IMGBUILD = Path(sys.executable).parent / "imgbuild"
 KV_TOLERANCE = 0.05  # the issue's target for KV tokens
 WEIGHTS_TOLERANCE = 0.03  # and for the weights per GPU
@@ -40,8 +41,8 @@ WEIGHTS_TOLERANCE = 0.03  # and for the weights per GPU
 # what plan answers today on each part: a change to the planner that lowers a figure is a
 # regression against real launches; one that raises it should raise the floor here
 FLOOR = {
-    "tuning": {"verdicts_right": 37, "kv_within_tolerance": 26, "weights_within_tolerance": 27},
-    "held_out": {"verdicts_right": 11, "kv_within_tolerance": 7, "weights_within_tolerance": 5},
+    "tuning": {"verdicts_right": 44, "kv_within_tolerance": 32, "weights_within_tolerance": 31},
+    "held_out": {"verdicts_right": 13, "kv_within_tolerance": 8, "weights_within_tolerance": 6},
 }
 
 
@@ -88,8 +89,10 @@ def load_cases() -> list[Case]:
     cases = []
     for path in sorted(CASES_DIR.glob("*.json")):
         d = json.loads(path.read_text())
+        # a draft the launch named by its Hub id, planned from its config in tests/data/drafts
+        drafts = {hub: str(DRAFTS_DIR / local) for hub, local in d.get("drafts", {}).items()}
         cases.append(Case(
-            path.stem, d["url"], d["model"], d["gpu"], d["sglang"], list(d["flags"]), d["outcome"],
+            path.stem, d["url"], d["model"], d["gpu"], d["sglang"], [drafts.get(f, f) for f in d["flags"]], d["outcome"],
             d.get("kv_tokens"), (CASES_DIR / d["log"]).resolve(), d.get("weights_gib") or (logged_weights_gib(
                 (CASES_DIR / d["log"]).resolve()) if d.get("weights_from_log", True) else None),
         ))
@@ -228,13 +231,19 @@ def pool_end_avail_gib(case: Case) -> float | None:
     return min(map(float, found)) if found else None
 
 
+def reached_ready(case: Case) -> bool:
+    """Whether the launch got past its CUDA graphs: a case records "reached_ready": false where the log
+    shows it dying during capture for a cause that is not memory (a JIT build), so its runtime need untried."""
+    return json.loads((CASES_DIR / f"{case.name}.json").read_text()).get("reached_ready", True)
+
+
 def test_the_margin_is_not_stricter_than_launches_that_started(results) -> None:
     """Every launch that started had its runtime need inside what SGLang left after the pools:
     plan's estimate of that need (knowledge/memory.py _runtime_headroom) must not exceed it."""
     checked = 0
     for case, r in results:
         left = pool_end_avail_gib(case)
-        if case.outcome != "fits" or left is None:
+        if case.outcome != "fits" or left is None or not reached_ready(case):
             continue
         checked += 1
         assert r["runtime_need_gib"] <= left, (case.name, r["runtime_need_gib"], left)

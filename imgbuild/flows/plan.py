@@ -97,7 +97,9 @@ class PlanResult:
         """How far from the edge, per GPU, and plan's own error there (knowledge/planerror.py)."""
         p, record = self.plan, plan_error()
         return {
+            # the margin to the nearest limit (limited_by): the runtime headroom, the KV pool's room, the weights
             "headroom_gib": None if p.margin_gib is None else round(p.margin_gib, 3),
+            "limited_by": p.margin_limit,
             "error_gib": round(p.margin_error_gib, 3),
             "error_share_of_f0": margin_error_share(),
             "borderline": p.borderline,
@@ -529,7 +531,12 @@ def _margin_lines(result: PlanResult) -> list[str]:
     p, m = result.plan, result.margin()
     if p.margin_gib is None:
         return []
-    where = "left after the pools, activations and graphs" if p.margin_gib >= 0 and not p.failure else "short"
+    if p.margin_gib < 0 or p.failure:
+        where = "short"
+    elif p.margin_limit == "pools":
+        where = "left for the KV pool once the weights are in; SGLang refuses when nothing is"
+    else:
+        where = "left after the pools, activations and graphs"
     line = f"  margin: {p.margin_gib:+.2f} GiB per GPU ({where}); plan's own error here +-{p.margin_error_gib:.2f} GiB"
     lines = [line + f" ({m['error_share_of_f0']:.2%} of F0, from {m['error_source']})"]
     if p.borderline:

@@ -42,6 +42,7 @@ from imgbuild.knowledge.modelinfo import (
     gdn_params,
     mlp_params,
     mtp_layer_params,
+    routed_expert_params,
     vision_params,
     vocab_per_gpu,
 )
@@ -156,6 +157,7 @@ class WeightSplit:
     # target_linear_per_gpu_params by block (attention, linear_attention, mlp, experts), for ignore lists
     target_parts_per_gpu: tuple[tuple[str, float], ...] = ()
     lm_head_per_gpu_params: float = 0.0
+    routed_experts_per_gpu_params: float = 0.0  # the MoE layers' routed experts (FusedMoE), a share of "experts"
 
     def per_gpu_bytes(self, geom: ModelGeometry, params_per_gpu: float) -> float:
         """Bytes for a per-GPU parameter count: dtype bytes, or the checkpoint's real bytes when quantized."""
@@ -250,6 +252,7 @@ def split_weights(
         target_linear_per_gpu_params=linear_gpu,
         target_parts_per_gpu=parts,
         lm_head_per_gpu_params=0.0 if g.tie_word_embeddings else float(vocab_per_gpu(g.vocab_size, tp) * g.hidden_size),
+        routed_experts_per_gpu_params=g.moe_layers * routed_expert_params(g) / tp / pp if g.num_experts else 0.0,
     )
 
 
@@ -267,6 +270,10 @@ def weights_per_gpu_bytes(g: ModelGeometry, split: WeightSplit, *, tp: int, at_l
     scheme = at_load or (g.quant if not g.checkpoint_bytes else None)
     if scheme is not None:
         packed = quantized_params_per_gpu(scheme, split)
+        if scheme.routed_expert_bytes is not None:  # routed experts in their own format (DeepSeek V4's MXFP4)
+            routed = min(packed, split.routed_experts_per_gpu_params * (1 - scheme.excluded_share("experts")))
+            return (routed * scheme.routed_expert_bytes + (packed - routed) * scheme.bytes_per_weight
+                    + (params - packed) * g.dtype_bytes)
         return packed * scheme.bytes_per_weight + (params - packed) * g.dtype_bytes
     return split.per_gpu_bytes(g, params)
 
@@ -696,6 +703,9 @@ class MemoryPlan:
     # estimate; where a pool or the weights cannot be placed, how far short they fall (negative).
     # None where no memory figure decides (a refusal, or a failure memory cannot fix).
     margin_gib: float | None = None
+    # what the margin is measured to: "weights" (they do not load), "pools" (nothing left for the KV pool
+    # once the weights are in), "headroom" (activations and graphs outside the pools)
+    margin_limit: str = "headroom"
     # plan's own error on real start-up logs at this F0 (knowledge/planerror.py): a margin inside it
     # is borderline
     margin_error_gib: float = 0.0
@@ -1846,7 +1856,7 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
     pools = draft_before_kv_gib + k_size + v_size + conv_gib + ssm_gib + spec_intermediate + req_to_token_gib
     memory_pool_end = avail_after - pools
     _verdict(inp, s, tokens, (slack, pool_excess, req_to_token_gib), runtime_need, sglang_reserve, draft_after, out)
-    margin = _margin_gib(out, avail_after, min(rest_before_state, rest), kept_back - req_to_token_gib - runtime_need)
+    margin, margin_limit = _margin_gib(out, avail_after, min(rest_before_state, rest), kept_back - req_to_token_gib - runtime_need)
 
     return MemoryPlan(
         rules=rules,
@@ -1890,21 +1900,27 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
         problems=tuple(out.problems),
         notes=tuple(out.notes),
         margin_gib=margin,
+        margin_limit=margin_limit,
         margin_error_gib=margin_error_gib(inp.free_before_load_gib),
         memory_only=out.memory_only(),
     )
 
 
-def _margin_gib(out: _Outcome, avail_after: float, rest_for_pools: float, headroom: float) -> float | None:
+def _margin_gib(out: _Outcome, avail_after: float, rest_for_pools: float, headroom: float) -> tuple[float | None, str]:
     """How far from the edge, GiB per GPU, by what stops the launch first: the weights (what is
-    left after loading), the pools (what is left for them), else the runtime headroom."""
+    left after loading), the pools (what is left for them), else the runtime headroom. A launch whose
+    pools fit is as far from the edge as the nearer of the two: the headroom, or what is left for the
+    pools (model_runner_kv_cache_mixin.py refuses at rest_memory <= 0, 0.5.14-0.5.23; earlier
+    releases at a pool of no tokens), so a pool within plan's error of nothing is borderline."""
     if out.refusal is not None or (out.failure is not None and not out.memory_failure):
-        return None
+        return None, "headroom"
     if out.load_short_gib is not None:
-        return out.load_short_gib
+        return out.load_short_gib, "weights"
     if avail_after <= 0:
-        return avail_after
-    return rest_for_pools if out.failure is not None else headroom
+        return avail_after, "weights"
+    if out.failure is not None or rest_for_pools < headroom:
+        return rest_for_pools, "pools"
+    return headroom, "headroom"
 
 
 def with_inputs(inp: MemoryInputs, **changes: Any) -> MemoryInputs:

@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import Any, Mapping, Protocol, overload
 
 from imgbuild.errors import UsageError
-from imgbuild.knowledge.quantscheme import QUANT_CONFIG_NAME, QuantScheme, read_quant_scheme, with_standalone_quant_config
+from imgbuild.knowledge.quantscheme import (
+    DSV4_FP4_EXPERT_BYTES,
+    QUANT_CONFIG_NAME,
+    QuantScheme,
+    read_quant_scheme,
+    with_standalone_quant_config,
+)
 
 CONFIG_NAME = "config.json"
 INDEX_NAME = "model.safetensors.index.json"
@@ -837,7 +843,13 @@ def read_geometry(
     )
     qc = config.get("quantization_config") or config.get("compression_config") or text.get("quantization_config")
     if isinstance(qc, dict):
-        geometry = replace(geometry, quant=read_quant_scheme(qc, num_layers=layers, sub_shares=_sub_shares(geometry)))
+        quant = read_quant_scheme(qc, num_layers=layers, sub_shares=_sub_shares(geometry))
+        if quant is not None and model_type == "deepseek_v4" and str(text.get("expert_dtype", "fp4")).lower() == "fp4":
+            # configs/model_config.py (0.5.14-0.5.23): DeepSeek V4's routed experts are MXFP4 unless the
+            # checkpoint's expert tensors are FP8 (config.json says which: expert_dtype)
+            quant = replace(quant, routed_expert_bytes=DSV4_FP4_EXPERT_BYTES,
+                            label=quant.label + ", MXFP4 routed experts (a float32 scale per 32)")
+        geometry = replace(geometry, quant=quant)
     return geometry
 
 
@@ -1047,6 +1059,11 @@ def _moe_parts(g: ModelGeometry) -> tuple[int, int, int]:
     if g.architecture.startswith("Deepseek"):
         replicated += g.num_experts  # e_score_correction_bias
     return experts, shared, replicated
+
+
+def routed_expert_params(g: ModelGeometry) -> int:
+    """One MoE layer's routed experts (what FusedMoE holds), all of them."""
+    return _moe_parts(g)[0]
 
 
 def mlp_params(g: ModelGeometry, tp: int, *, moe: bool) -> tuple[float, int]:

@@ -17,6 +17,10 @@ module re-derives those tensors' bytes per weight, per method, from the wheel's
   ``ignore``; a ``kv_cache_quant_algo`` of FP8 makes ``--kv-cache-dtype auto`` FP8.
 - ``fp8.py``: one byte per weight, plus a float32 scale per ``weight_block_size`` block.
 - ``mxfp4.py``: only the MoE experts (uint8 pairs, a uint8 scale per 32); linears stay bf16.
+- ``fp8.py`` Fp8MoEMethod for DeepSeek V4 (0.5.14-0.5.23): ``is_fp4_experts`` (configs/model_config.py:
+  SGLANG_DSV4_FP4_EXPERTS, default on, or the probed expert dtype) makes the routed experts MXFP4,
+  int8 pairs [E, 2I, H/2] with a float32 scale per 32 (float8_e8m0 under aiter on ROCm), while the
+  other linears stay FP8 blocks.
 - ``bitsandbytes.py``: 4-bit (a float32 absmax per 64, or a uint8 one with double quant) or 8-bit.
 
 Which modules stay in the model dtype: embeddings and norms always (VocabParallelEmbedding
@@ -58,6 +62,9 @@ class QuantScheme:
     unquantized_share: tuple[tuple[str, float], ...] = ()
     kv_cache_quant_algo: str | None = None  # "FP8": --kv-cache-dtype auto serves an FP8 pool
     source: str = "config.json"
+    # the routed experts in another format than the other linears (DeepSeek V4's MXFP4 experts in an FP8
+    # checkpoint): bytes per routed-expert weight; None: the scheme's own
+    routed_expert_bytes: float | None = None
 
     @property
     def bytes_per_weight(self) -> float:
@@ -72,6 +79,10 @@ class QuantScheme:
         if component not in self.components:
             return 1.0
         return dict(self.unquantized_share).get(component, 0.0)
+
+
+# fp8.py create_weights under is_fp4_experts: half a byte per weight, a float32 scale per 32
+DSV4_FP4_EXPERT_BYTES = 0.5 + 4 / 32
 
 
 def with_standalone_quant_config(config: dict[str, Any], hf_quant: dict[str, Any] | None) -> dict[str, Any]:
