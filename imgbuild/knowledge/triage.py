@@ -1480,7 +1480,8 @@ _CONFIG_VALIDATION = re.compile(r"(?:[\w.]+\.)?ValidationError: \d+ validation e
 
 def _config_refusal(text: str) -> Signature | None:
     """``text`` (an exception line) is, word for word, one of SGLang's server_args refusals or one of
-    vLLM's config refusals: the signature saying so, else None."""
+    vLLM's config refusals, or pydantic's report that one of vLLM's config classes refused its values:
+    the signature saying so, else None."""
     if _CONFIG_VALIDATION.match(text.strip()):
         return _VLLM_FLAGS_SIGNATURE
     message = _EXCEPTION_PREFIX.sub("", text.strip(), count=1)
