@@ -648,8 +648,8 @@ CATALOG: tuple[Signature, ...] = (
             # Triton's launcher stub (cuda_utils.c / main.c) compiled at first use; tcc (triton-windows)
             # words a missing header "include file 'Python.h' not found" (triton-windows issue 156)
             r"(?:cuda_utils|main)\.c:\d+:(?:\d+:)? (?:fatal )?error: ",
-        # setuptools' build_ext (an extension compiled at install or first use) when the compiler fails
-        r"error: command '\S*/(?:nvcc|gcc|g\+\+|c\+\+|x86_64-linux-gnu-gcc|x86_64-linux-gnu-g\+\+)' failed with exit (?:code|status) \d+",
+            # setuptools' build_ext (an extension compiled at install or first use) when the compiler fails
+            r"error: command '\S*/(?:nvcc|gcc|g\+\+|c\+\+|x86_64-linux-gnu-gcc|x86_64-linux-gnu-g\+\+)' failed with exit (?:code|status) \d+",
             r"include file '[\w./-]+\.h' not found",
             r"PTXASError|ptxas fatal",
             r"^FAILED: (?:\[code=\d+\] )?\S+\.o\s*$",  # ninja's line for the object that failed
@@ -1311,19 +1311,25 @@ def _is_hot(line: str) -> bool:
     if _holds_key(_fold(line)):
         return True
     # a colour code inside a word hides it until strip_prefix removes the code, and so does an HTML entity
-    if "[" in line and _ANSI.search(line) is not None and _holds_key(_fold(_ANSI.sub("", line))):
-        return True
-    return "&" in line and _ENTITY.search(line) is not None and _holds_key(_fold(html.unescape(line)))
+    plain = _decoded(line)
+    return plain is not line and _holds_key(_fold(plain))
+
+
+def _decoded(text: str) -> str:
+    """The text as a terminal or a browser showed it: colour codes removed, and HTML entities (a log
+    copied from a page's source: &quot; &#39; &gt;) decoded. The text itself where it holds neither."""
+    if "[" in text and _ANSI.search(text) is not None:
+        text = _ANSI.sub("", text)
+    if "&" in text and _ENTITY.search(text) is not None:
+        text = html.unescape(text)
+    return text
 
 
 def strip_prefix(line: str) -> str:
     """The message without its prefixes: SGLang's '[time TPn] ', a logger's 'time | LEVEL |
     name | ', docker's timestamps, compose's 'service-1  | ', torch's '[rank0]: '."""
-    text = line.rstrip("\r\n")
-    text = _ANSI.sub("", text) if "[" in text else text
+    text = _decoded(line.rstrip("\r\n"))
     text = _RAY_REPEATED.sub("", text) if "[repeated " in text else text
-    # a log copied from a web page's source or an HTML export: &quot; &#39; &gt; for " ' >
-    text = html.unescape(text) if "&" in text and _ENTITY.search(text) else text
     if not text.isascii():
         text = _TYPOGRAPHIC.sub(lambda m: _TYPOGRAPHIC_ASCII[m.group(0)[0]], text)
     if "\u2502" in text or "\u2503" in text:  # a terminal pane's frame, closed at the right too
