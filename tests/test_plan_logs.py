@@ -58,6 +58,9 @@ class Case:
     kv_tokens: int | None
     log: Path
     weights_gib: float | None = None  # TP0's "Load weight end. ... mem usage", where the log has it
+    # false where the log shows the launch dying during CUDA-graph capture for a cause that is not memory
+    # (a JIT build): its runtime need was never tried
+    reached_ready: bool = True
 
     @property
     def held_out(self) -> bool:
@@ -95,6 +98,7 @@ def load_cases() -> list[Case]:
             path.stem, d["url"], d["model"], d["gpu"], d["sglang"], [drafts.get(f, f) for f in d["flags"]], d["outcome"],
             d.get("kv_tokens"), (CASES_DIR / d["log"]).resolve(), d.get("weights_gib") or (logged_weights_gib(
                 (CASES_DIR / d["log"]).resolve()) if d.get("weights_from_log", True) else None),
+            d.get("reached_ready", True),
         ))
     return cases
 
@@ -231,19 +235,13 @@ def pool_end_avail_gib(case: Case) -> float | None:
     return min(map(float, found)) if found else None
 
 
-def reached_ready(case: Case) -> bool:
-    """Whether the launch got past its CUDA graphs: a case records "reached_ready": false where the log
-    shows it dying during capture for a cause that is not memory (a JIT build), so its runtime need untried."""
-    return json.loads((CASES_DIR / f"{case.name}.json").read_text()).get("reached_ready", True)
-
-
 def test_the_margin_is_not_stricter_than_launches_that_started(results) -> None:
     """Every launch that started had its runtime need inside what SGLang left after the pools:
     plan's estimate of that need (knowledge/memory.py _runtime_headroom) must not exceed it."""
     checked = 0
     for case, r in results:
         left = pool_end_avail_gib(case)
-        if case.outcome != "fits" or left is None or not reached_ready(case):
+        if case.outcome != "fits" or left is None or not case.reached_ready:
             continue
         checked += 1
         assert r["runtime_need_gib"] <= left, (case.name, r["runtime_need_gib"], left)
