@@ -491,6 +491,52 @@ def test_every_tuned_log_keeps_its_class_however_it_was_pasted(paste):
     assert not changed
 
 
+def _cut_at(width: int, lines: list[str]) -> list[str]:
+    """What a terminal of that many columns that does not rejoin on copy (tmux, screen) pastes."""
+    return [ln[i:i + width] for ln in lines for i in range(0, max(len(ln), 1), width)]
+
+
+# A log cut at a terminal's width is rejoined where two or more of its lines were cut; a log with one
+# long line cut once (a one-line paste) is not, so some logs still change class: measured 22 of 671 at
+# both widths (65 at 120 columns and 168 at 80 before rejoining).
+@pytest.mark.parametrize("width", [80, 120])
+def test_tuned_logs_cut_at_a_terminal_width_mostly_keep_their_class(width):
+    changed = [p.name for p in TUNED if diagnose_log(_cut_at(width, corpus_case(p)[1])).failure_class
+               != corpus_case(p)[0]]
+    assert len(changed) <= 0.04 * len(TUNED), changed
+
+
+def test_a_log_cut_at_the_terminal_width_is_read_as_printed():
+    error = ("[2026-03-01 10:00:07 TP0] RuntimeError: Not enough memory. Please try to increase "
+             "--mem-fraction-static. Current value: mem_fraction_static=0.8")
+    cut = _cut_at(70, ["[2026-03-01 10:00:01 TP0] Load weight begin. avail mem=44.26 GB, and some more "
+                       "words here", error, "[2026-03-01 10:00:08] Received sigquit from a child process."])
+    assert "0.8" in cut  # the figure the message ends with is on a line of its own
+    diag = diagnose_log(["Traceback (most recent call last):", '  File "x.py", line 1, in <module>', *cut])
+    assert diag.failure_class == "not-enough-memory"
+    assert "mem_fraction_static=0.8" in diag.evidence[0]
+
+
+def test_lines_printed_at_the_width_are_not_joined():
+    # rich pads its console lines with spaces and closes its traceback boxes at the console's width;
+    # a wrap at words leaves lines of every length short of the width: none of these is a cut, and
+    # joining any would hide the line below it
+    box = ["\u256d" + "\u2500" * 78 + "\u256e", "\u2502 /usr/lib/python3/x.py:12 in main" + " " * 45 + "\u2502",
+           "\u2570" + "\u2500" * 78 + "\u256f", "Killed"]
+    padded = ["INFO loading shards".ljust(80), "INFO shard 1 of 2 done".ljust(80), "Killed"]
+    assert diagnose_log(box).failure_class == diagnose_log(padded).failure_class == "killed"
+    words = ["ValueError: Unrecognized configuration class <class 'T5Config'> for this kind of",
+             "AutoModel: AutoModelForCausalLM. Model type should be one of BartConfig, BertConfig,",
+             "BioGptConfig, BlenderbotConfig, BlenderbotSmallConfig, BloomConfig, CamembertConfig,",
+             "CTRLConfig, Data2VecTextConfig, ElectraConfig, ErnieConfig, GitConfig, GPT2Config.."]
+    assert diagnose_log(words).evidence == (words[0],)
+    # two lines of one length in a short excerpt, the second a traceback's exception: not a cut
+    frame = '  File "/usr/lib/python3/dist-packages/sglang/srt/server_args.py", line 1, in __post_init__'
+    error = "ValueError: --tp-size must divide the number of attention heads; got tp_size=3 and 32 heads"
+    assert len(frame) == len(error)
+    assert diagnose_log(["Traceback (most recent call last):", frame, error]).evidence == (error,)
+
+
 def test_heldout_corpus_score_is_reported_and_above_its_floor(capsys):
     results = [(p.name, *corpus_case(p)) for p in HELDOUT]
     misses = [(name, expect, diagnose_log(lines).failure_class) for name, expect, lines in results

@@ -1719,8 +1719,49 @@ def _dedent(lines: list[str]) -> list[str]:
     return [ln[len(common):] for ln in lines] if common else lines
 
 
+# where a terminal's fixed width cut a line, the cut falls anywhere; a line that ends a box (rich's
+# traceback frame) or pads to the width with spaces was printed at that width, not cut to it
+_BOX_EDGE = frozenset("\u2502\u2503\u256e\u256f\u256d\u2570\u2500\u2501")
+_MIN_WRAP = 60  # narrower than any terminal a log is read in
+
+
+def _starts_record(line: str) -> bool:
+    """Whether the line begins as a record does (a log prefix, a traceback's header, frame or exception):
+    a cut falls there only by chance, and a short log's two lines of one length often end there."""
+    return (strip_prefix(line) != line or _TRACEBACK.match(line) is not None or _FRAME.match(line) is not None
+            or _EXCEPTION.match(line) is not None)
+
+
+def _unwrap(lines: list[str]) -> list[str]:
+    """The lines a fixed-width terminal (tmux, screen, a web console) cut, joined again: when two or more
+    lines are exactly as long as the longest, and more than are just short of it, each such line and the
+    one below it were one line, unless the one below starts a record."""
+    width = max(map(len, lines), default=0)
+    if width < _MIN_WRAP:
+        return lines
+
+    def at_width(line: str) -> bool:
+        return len(line) == width and not line.endswith("  ") and line[-1] not in _BOX_EDGE
+
+    cut = sum(1 for ln in lines if at_width(ln))
+    # a cut at a fixed column leaves most long lines at exactly the width, and only the rest of a line
+    # below it; a wrap at words (rich, textwrap) leaves lines of every length just short of the width
+    near = sum(1 for ln in lines if width * 0.85 <= len(ln) < width)
+    if cut < 2 or cut <= near:
+        return lines
+    joined: list[str] = []
+    was_cut = False
+    for ln in lines:
+        if was_cut and ln and not _starts_record(ln):
+            joined[-1] += ln
+        else:
+            joined.append(ln)
+        was_cut = at_width(ln)
+    return joined
+
+
 def _read_log(lines: Iterable[str]) -> _Log:
-    kept = _dedent([ln.rstrip("\r\n") for ln in lines])
+    kept = _unwrap(_dedent([ln.rstrip("\r\n") for ln in lines]))
     hot = [i for i, ln in enumerate(kept) if _is_hot(ln)]
     msgs = _Messages(kept)
     ready_at = next((i for i in hot if _READY.search(msgs[i])), None)
