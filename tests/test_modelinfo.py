@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from imgbuild.errors import UsageError
+from imgbuild.knowledge.memory import vlm_mfs_factor
 from imgbuild.knowledge.modelinfo import (
     QWEN3_VL_PATCH_SIZE,
     QWEN3_VL_TEMPORAL_PATCH_SIZE,
@@ -353,3 +354,15 @@ def test_mllama_vision_tower_is_counted_as_sglang_builds_it() -> None:
     # row-parallel layers and the projector are not
     per_gpu_tp2, _ = vision_params(g.vision, 2)
     assert total / 2 < per_gpu_tp2 < total
+
+
+def test_kimi_k25_vision_tower_reads_sglang_config_class_defaults() -> None:
+    """Kimi-K2.5's vision_config names its fields vt_num_hidden_layers and vt_hidden_size; SGLang's
+    KimiK25VisionConfig (sglang 0.5.9 srt/configs/kimi_k25.py) keeps those as other attributes, so
+    adjust_mem_fraction_for_vlm reads the class defaults, 27 layers of 1152. With them the factor is
+    0.95 x (1 - 0.1 x (27 x 1152^2 / (24 x 1024^2) - 1)): the real launch's mem_fraction_static
+    0.8260405859375 (tests/data/plan_logs/kimi-k2.5.*.log) is 0.908 x that; 24 and 1024 would give 0.95."""
+    g = inspect_model(str(PLAN_MODELS / "kimi-k2.5")).geometry
+    assert g.vision is not None
+    assert (g.vision.num_hidden_layers_attr, g.vision.hidden_size) == (27, 1152)
+    assert round(0.908 * vlm_mfs_factor(g.vision), 10) == 0.8260405859

@@ -655,6 +655,11 @@ QWEN3_VL_POSITION_EMBEDDINGS = 2304
 # Qwen3VLVisionConfig and Qwen3VLMoeVisionConfig (models/qwen3_vl_moe/configuration_qwen3_vl_moe.py)
 # default deepstack_visual_indexes to [8, 16, 24]; Qwen3_5VisionConfig has no deepstack mergers.
 QWEN3_VL_DEEPSTACK_INDEXES = (8, 16, 24)
+# Vision configs SGLang builds with its own class, whose defaults fill what the checkpoint leaves
+# out: (num_hidden_layers, hidden_size). Kimi K2.5 (sglang/srt/configs/kimi_k25.py, 0.5.9
+# KimiK25VisionConfig: 27 and 1152) names its fields vt_num_hidden_layers and vt_hidden_size, which
+# the class keeps as other attributes, so adjust_mem_fraction_for_vlm reads the defaults.
+SGLANG_VISION_DEFAULTS = {"kimi_k25": (27, 1152)}
 # MllamaVisionConfig.__post_init__ (transformers 5.6.0 models/mllama/configuration_mllama.py):
 # [[1, 1], [1, 2], [1, 3], [1, 4], [2, 1], [2, 2], [3, 1], [4, 1]] when the config gives none
 MLLAMA_DEFAULT_ASPECT_RATIOS = 8
@@ -735,10 +740,11 @@ def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int, feat
         # Gemma 3's SigLIP tower and its projector (models/gemma3_mm.py, models/siglip.py)
         fields, side = _vit_fields(vision_cfg, text_hidden=text_hidden, patch_default=16, image_default=224)
         return VisionGeometry(kind="siglip", **fields, num_position_embeddings=side * side)
+    layers, hidden = SGLANG_VISION_DEFAULTS.get(model_type, (0, 0))
     return VisionGeometry(
         kind="opaque",
-        hidden_size=read_int(vision_cfg, "hidden_size", default=0),
-        num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
+        hidden_size=read_int(vision_cfg, "hidden_size", default=hidden),
+        num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=layers) or None,
     )
 
 
