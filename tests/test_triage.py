@@ -496,14 +496,29 @@ def _cut_at(width: int, lines: list[str]) -> list[str]:
     return [ln[i:i + width] for ln in lines for i in range(0, max(len(ln), 1), width)]
 
 
-# A log cut at a terminal's width is rejoined where two or more of its lines were cut; a log with one
-# long line cut once (a one-line paste) is not, so some logs still change class: measured 22 of 671 at
-# both widths (65 at 120 columns and 168 at 80 before rejoining).
-@pytest.mark.parametrize("width", [80, 120])
-def test_tuned_logs_cut_at_a_terminal_width_mostly_keep_their_class(width):
+# A log cut at a terminal's width is rejoined where two or more of its lines were cut; one that reads as
+# no failure, or as a failure no signature matches, is read again with every line at the longest
+# length joined to the next (a one-line paste cut once). Logs that still change class, of 671: 1 at 80
+# columns, 3 at 100, 0 at 120 and 160, 1 at 200 (168 at 80 and 65 at 120 with no rejoining; 22 at both
+# when only two or more cuts were rejoined).
+@pytest.mark.parametrize("width", [80, 100, 120, 160, 200])
+def test_tuned_logs_cut_at_a_terminal_width_keep_their_class(width):
     changed = [p.name for p in TUNED if diagnose_log(_cut_at(width, corpus_case(p)[1])).failure_class
                != corpus_case(p)[0]]
-    assert len(changed) <= 0.04 * len(TUNED), changed
+    assert len(changed) <= 0.005 * len(TUNED), changed
+
+
+def test_a_one_line_paste_cut_once_is_read_as_one_line():
+    # ollama issue 2540 (tests/data/failure-logs/public/port-in-use.ollama-2540.txt), 133 columns,
+    # in a terminal of 120: "permitted." lands on a line of its own
+    line = ("Error: listen tcp 127.0.0.1:11434: bind: Only one usage of each socket address "
+            "(protocol/network address/port) is normally permitted.")
+    assert diagnose_log([line]).failure_class == "port-in-use"
+    assert diagnose_log(_cut_at(120, [line])).failure_class == "port-in-use"
+    # a healthy log's longest line joined to the next finds nothing: it stays a log with no failure
+    ready = ["[2026-03-01 10:00:07] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+             "[2026-03-01 10:00:09] The server is fired up and ready to roll!"]
+    assert diagnose_log(ready).failure_class == "none"
 
 
 def test_a_log_cut_at_the_terminal_width_is_read_as_printed():

@@ -1732,10 +1732,11 @@ def _starts_record(line: str) -> bool:
             or _EXCEPTION.match(line) is not None)
 
 
-def _unwrap(lines: list[str]) -> list[str]:
+def _unwrap(lines: list[str], *, surely: bool = True) -> list[str]:
     """The lines a fixed-width terminal (tmux, screen, a web console) cut, joined again: when two or more
     lines are exactly as long as the longest, and more than are just short of it, each such line and the
-    one below it were one line, unless the one below starts a record."""
+    one below it were one line, unless the one below starts a record. Not ``surely``: every line at the
+    longest length is joined so, however many there are (a single long line cut once looks like that)."""
     width = max(map(len, lines), default=0)
     if width < _MIN_WRAP:
         return lines
@@ -1747,7 +1748,7 @@ def _unwrap(lines: list[str]) -> list[str]:
     # a cut at a fixed column leaves most long lines at exactly the width, and only the rest of a line
     # below it; a wrap at words (rich, textwrap) leaves lines of every length just short of the width
     near = sum(1 for ln in lines if width * 0.85 <= len(ln) < width)
-    if cut < 2 or cut <= near:
+    if surely and (cut < 2 or cut <= near):
         return lines
     joined: list[str] = []
     was_cut = False
@@ -1760,8 +1761,8 @@ def _unwrap(lines: list[str]) -> list[str]:
     return joined
 
 
-def _read_log(lines: Iterable[str]) -> _Log:
-    kept = _unwrap(_dedent([ln.rstrip("\r\n") for ln in lines]))
+def _read_log(lines: Iterable[str], *, surely_cut: bool = True) -> _Log:
+    kept = _unwrap(_dedent([ln.rstrip("\r\n") for ln in lines]), surely=surely_cut)
     hot = [i for i, ln in enumerate(kept) if _is_hot(ln)]
     msgs = _Messages(kept)
     ready_at = next((i for i in hot if _READY.search(msgs[i])), None)
@@ -1938,8 +1939,20 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
 
     A child's death (the sigquit line) decides alone; otherwise the first of: a traceback
     whose exception matches a signature, a line matching one, a failure marker no
-    signature matches, a lone "Killed"."""
-    log = _read_log(lines)
+    signature matches, a lone "Killed". A log read as showing no failure, or one no signature
+    matches, is read once more with its longest lines joined to the next (a terminal may have cut a
+    single line once); a known class found so wins."""
+    given = list(lines)
+    found = _diagnose_read(_read_log(given))
+    if found.failure_class in (NONE, UNKNOWN):
+        rejoined = _read_log(given, surely_cut=False)
+        again = _diagnose_read(rejoined) if len(rejoined.lines) < len(given) else found
+        if again.failure_class not in (NONE, UNKNOWN):
+            return again
+    return found
+
+
+def _diagnose_read(log: _Log) -> Diagnosis:
     sigquit = next((i for i in log.scanned() if _SIGQUIT.search(log.msgs[i])), None)
     if sigquit is not None:
         return _diagnose_child_failure(log, sigquit)
