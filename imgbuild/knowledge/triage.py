@@ -39,7 +39,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 # Class names; the CLI and the certificate use these strings.
 NONE = "none"
@@ -1704,6 +1704,66 @@ class _Log:
 _LOGGED_LEVEL = re.compile(r"(?:^|[\s:)|])[IW]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [\w./-]+:\d+\]")
 
 
+# spaces a web page or a chat puts for ASCII ones (no-break, thin, ideographic), and characters of
+# no width, as a log copied from there holds them
+_UNICODE_SPACES = str.maketrans({**{c: " " for c in "\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+                                    "\u2008\u2009\u200a\u202f\u205f\u3000"},
+                                 **{c: None for c in "\u200b\u200c\u200d\u2060\ufeff"}})
+# a log collector's JSON record of one line: docker's json-file driver ({"log": "...\n", "stream": ...,
+# "time": ...}), Google Cloud Logging's textPayload, a JSON logger's message
+_JSON_TEXT_KEYS = ("log", "textPayload", "message", "msg")
+# srun --label: "0: " before each line, the task that printed it
+# stern (kubectl logs of many pods): "pod container " before each line; a Deployment's pod is named
+# NAME-HASH-XXXXX (five lower-case letters or digits), a StatefulSet's NAME-N
+_STERN = re.compile(r"^[a-z0-9][a-z0-9.-]*-(?:[a-z0-9]{5}|\d{1,4}) [a-z0-9][a-z0-9-]{0,62} ")
+_SRUN_LABEL = re.compile(r"^\s{0,3}\d{1,5}: ")
+
+
+def _json_record_text(line: str) -> list[str] | None:
+    """The lines a one-line JSON log record holds, or None where the line is not one."""
+    body = line.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        return None
+    try:
+        record = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    text = next((record[k] for k in _JSON_TEXT_KEYS if isinstance(record.get(k), str)), None)
+    return None if text is None else text.rstrip("\n").split("\n")
+
+
+def _shipper_prefix(lines: list[str]) -> str:
+    """stern's "pod container " where every non-blank line has the same one (see _STERN); else empty."""
+    body = [ln for ln in lines if ln.strip()]
+    first = _STERN.match(body[0]) if len(body) >= 2 else None
+    if first is None or not all(ln.startswith(first.group(0)) for ln in body):
+        return ""
+    return first.group(0)
+
+
+def _as_printed(lines: list[str]) -> list[str]:
+    """The lines as the program printed them: unicode spaces as ASCII ones, JSON records (docker's
+    json-file) as their text, srun's task labels and a log shipper's prefix taken off."""
+    lines = [ln.translate(_UNICODE_SPACES) if not ln.isascii() else ln for ln in lines]
+    if any(ln.lstrip().startswith('{"') for ln in lines[:50]):
+        out: list[str] = []
+        for ln in lines:
+            text = _json_record_text(ln) if ln.lstrip().startswith("{") else None
+            out.extend([ln] if text is None else text)
+        lines = out
+    labelled = [ln for ln in lines if ln.strip()]
+    if labelled and all(_SRUN_LABEL.match(ln) for ln in labelled):
+        lines = [_SRUN_LABEL.sub("", ln, count=1) for ln in lines]
+    if any("\x1b" in ln for ln in lines[:50]):  # stern colours its prefix
+        lines = [_ANSI.sub("", ln) if "\x1b" in ln else ln for ln in lines]
+    prefix = _shipper_prefix(lines)
+    return [ln[len(prefix):] for ln in lines] if prefix else lines
+
+
+
+
 def _dedent(lines: list[str]) -> list[str]:
     """The lines less the indent all of them share: a log pasted as an indented block (Markdown's code
     block, a forum's quote, a YAML value) reads as it was printed. Stops at the first line at column 0,
@@ -1761,8 +1821,21 @@ def _unwrap(lines: list[str], *, surely: bool = True) -> list[str]:
     return joined
 
 
-def _read_log(lines: Iterable[str], *, surely_cut: bool = True) -> _Log:
-    kept = _unwrap(_dedent([ln.rstrip("\r\n") for ln in lines]), surely=surely_cut)
+def _printed_lines(lines: Iterable[str]) -> list[str]:
+    """What _read_log reads: the lines as printed (_as_printed), less a shared indent, cut lines joined."""
+    return _unwrap(_dedent(_as_printed([ln.rstrip("\r\n") for ln in lines])))
+
+
+def _second_readings(kept: list[str]) -> Iterator[list[str]]:
+    """Other readings of a log that shows no failure or none the catalog knows, each only where it
+    differs from the first: every line at the longest length joined to the next (a single line a
+    terminal cut once)."""
+    joined = _unwrap(kept, surely=False)
+    if len(joined) < len(kept):
+        yield joined
+
+
+def _read_log(kept: list[str]) -> _Log:
     hot = [i for i, ln in enumerate(kept) if _is_hot(ln)]
     msgs = _Messages(kept)
     ready_at = next((i for i in hot if _READY.search(msgs[i])), None)
@@ -1940,16 +2013,21 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
     A child's death (the sigquit line) decides alone; otherwise the first of: a traceback
     whose exception matches a signature, a line matching one, a failure marker no
     signature matches, a lone "Killed". A log read as showing no failure, or one no signature
-    matches, is read once more with its longest lines joined to the next (a terminal may have cut a
-    single line once); a known class found so wins."""
-    given = list(lines)
-    found = _diagnose_read(_read_log(given))
+    matches, is read again in other ways (_second_readings); the reading that finds most wins
+    (a known class, then a failure, then none), the first where they find as much."""
+    kept = _printed_lines(lines)
+    found = _diagnose_read(_read_log(kept))
     if found.failure_class in (NONE, UNKNOWN):
-        rejoined = _read_log(given, surely_cut=False)
-        again = _diagnose_read(rejoined) if len(rejoined.lines) < len(given) else found
-        if again.failure_class not in (NONE, UNKNOWN):
-            return again
+        for other in _second_readings(kept):
+            again = _diagnose_read(_read_log(other))
+            if _weight(again) > _weight(found):
+                found = again
     return found
+
+
+def _weight(d: Diagnosis) -> int:
+    """How much a reading found: a known class, more than a failure no signature matches, more than none."""
+    return {NONE: 0, UNKNOWN: 1}.get(d.failure_class, 2)
 
 
 def _diagnose_read(log: _Log) -> Diagnosis:
