@@ -462,6 +462,8 @@ def test_tuned_corpus_log_is_classified(path):
 # Each wraps every line of the excerpt (or, the fence, the excerpt); the class must not change.
 PASTES = {
     "Markdown fence": lambda lines: ["```text", *lines, "```"],
+    # a log held in one string: a JSON field (an API's error body, a k8s event), an exception's repr
+    "a JSON string": lambda lines: [json.dumps({"error": "\n".join(lines)})],
 }
 LINE_PASTES = {
     "ray worker": lambda ln: f"(RayWorkerWrapper pid=12345, ip=10.0.0.2) {ln}",

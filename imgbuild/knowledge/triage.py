@@ -1710,8 +1710,8 @@ _UNICODE_SPACES = str.maketrans({**{c: " " for c in "\u00a0\u2000\u2001\u2002\u2
                                     "\u2008\u2009\u200a\u202f\u205f\u3000"},
                                  **{c: None for c in "\u200b\u200c\u200d\u2060\ufeff"}})
 # a log collector's JSON record of one line: docker's json-file driver ({"log": "...\n", "stream": ...,
-# "time": ...}), Google Cloud Logging's textPayload, a JSON logger's message
-_JSON_TEXT_KEYS = ("log", "textPayload", "message", "msg")
+# "time": ...}), Google Cloud Logging's textPayload, a JSON logger's message, an API's error body
+_JSON_TEXT_KEYS = ("log", "textPayload", "message", "msg", "error", "detail")
 # srun --label: "0: " before each line, the task that printed it
 # stern (kubectl logs of many pods): "pod container " before each line; a Deployment's pod is named
 # NAME-HASH-XXXXX (five lower-case letters or digits), a StatefulSet's NAME-N
@@ -1741,6 +1741,20 @@ def _shipper_prefix(lines: list[str]) -> str:
     if first is None or not all(ln.startswith(first.group(0)) for ln in body):
         return ""
     return first.group(0)
+
+
+# "\n" as two characters, not the end of an escaped backslash ("C:\\\\new" in a repr of a Windows path)
+_ESCAPED_NEWLINE = re.compile(r"(?<!\\)(?:\\r)?\\n")
+_ESCAPED_QUOTE = re.compile(r"(?<!\\)\\([\"'])")
+
+
+def _escaped_lines(line: str) -> list[str]:
+    """A log held in one line with its newlines escaped (a JSON string, an exception's repr: "Traceback
+    (most recent call last):\\n  File \\"x.py\\"..."), as the lines it holds; other lines as they are."""
+    parts = _ESCAPED_NEWLINE.split(line)
+    if len(parts) < 2:
+        return [line]
+    return [_ESCAPED_QUOTE.sub(r"\1", part) for part in parts]
 
 
 def _as_printed(lines: list[str]) -> list[str]:
@@ -1822,8 +1836,12 @@ def _unwrap(lines: list[str], *, surely: bool = True) -> list[str]:
 
 
 def _printed_lines(lines: Iterable[str]) -> list[str]:
-    """What _read_log reads: the lines as printed (_as_printed), less a shared indent, cut lines joined."""
-    return _unwrap(_dedent(_as_printed([ln.rstrip("\r\n") for ln in lines])))
+    """What _read_log reads: the lines as printed (_as_printed), less a shared indent, cut lines joined,
+    escaped newlines (a log held in one JSON string) as lines."""
+    kept = _unwrap(_dedent(_as_printed([ln.rstrip("\r\n") for ln in lines])))
+    if any("\\n" in ln for ln in kept):
+        kept = _dedent([part for ln in kept for part in _escaped_lines(ln)])
+    return kept
 
 
 def _second_readings(kept: list[str]) -> Iterator[list[str]]:
