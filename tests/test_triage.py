@@ -955,6 +955,10 @@ CUDA_RUNTIME_TEXTS = [
     ("RuntimeError: CUDA error: invalid device function", "no-kernel-image"),  # 98
     ("RuntimeError: HIP error: invalid device function", "no-kernel-image"),
     ("rocBLAS error: hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", "no-kernel-image"),
+    ("rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No such file or directory for "
+     "GPU arch : gfx1036", "no-kernel-image"),
+    # NCCL's checks.h reports its own failed CUDA call ("Cuda failure %d '%s'")
+    ("gpu-node:1234:1290 [0] include/alloc.h:103 NCCL WARN Cuda failure 2 'out of memory'", "cuda-oom"),
     ("RuntimeError: CUDA error: CUBLAS_STATUS_ARCH_MISMATCH when calling `cublasGemmEx(...)`", "no-kernel-image"),
     ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", "cuda-oom"),
     ("triton.runtime.errors.OutOfResources: CUDA_ERROR_OUT_OF_MEMORY", "cuda-oom"),
@@ -964,6 +968,7 @@ CUDA_RUNTIME_TEXTS = [
     ("triton.compiler.errors.CompilationError: at 12:4:", "jit-build-failed"),
     ("RuntimeError: PassManager::run failed", "jit-build-failed"),
     ("/usr/bin/ld: cannot find -lcuda: No such file or directory", "jit-build-failed"),
+    ("RuntimeError: Failed to find C compiler. Please specify via CC environment variable.", "jit-build-failed"),
     ("Process finished with exit code 137 (interrupted by signal 9: SIGKILL)", "killed"),
 ]
 
@@ -983,6 +988,10 @@ def test_a_driver_mismatch_says_reboot_or_drop_cuda_compat_not_upgrade():
 # (nvidia-ml-py's pynvml.py), huggingface_hub/errors.py, torch's DataLoader and c10d, setuptools'
 # build_ext, vLLM's and SGLang's launchers.
 LIBRARY_TEXTS = [
+    ("ERROR 07-10 12:00:00 [core.py:586] EngineCore failed to start.", "child-failed"),
+    ("requests.exceptions.SSLError: HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded with "
+     "url: /api/models/Qwen/Qwen3-8B (Caused by SSLError(SSLCertVerificationError(1, '[SSL: CERTIFICATE_VERIFY_FAILED] "
+     "certificate verify failed: unable to get local issuer certificate (_ssl.c:1007)')))", "model-not-found"),
     ("RuntimeError: Failed to initialize NVML: Driver/library version mismatch", "driver-too-old"),
     ("pynvml.NVMLError_LibRmVersionMismatch: RM has detected an NVML/RM version mismatch.", "driver-too-old"),
     ("pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded", "no-gpu-visible"),

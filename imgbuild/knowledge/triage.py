@@ -368,6 +368,9 @@ CATALOG: tuple[Signature, ...] = (
             r"\[torch_memory_saver\.cpp\] CUresult error:?\s+(?:result=)?2\b",
             # the same allocator under torch.cuda.set_per_process_memory_fraction (TGI sets one)
             r"Allocation on device \d+ would exceed allowed memory\. \(out of memory\)",
+            # NCCL's own CUDA call failing for memory (its checks.h: "Cuda failure [N] '%s'" with
+            # cudaGetErrorString), before its "unhandled cuda error" reaches torch
+            r"NCCL WARN Cuda failure (?:\d+ )?'out of memory'",
         ),
         "A CUDA allocation failed: the GPU ran out of memory.",
         (),  # advice depends on the phase, see _OOM_ADVICE
@@ -448,6 +451,8 @@ CATALOG: tuple[Signature, ...] = (
         _re(
             r"no kernel image is available for execution on the device",
             r"cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU",
+            # rocBLAS with no Tensile kernels for this GPU's gfx target
+            r"rocBLAS error: Cannot read \S*TensileLibrary\S*: .{0,60}for GPU arch",
             # cudaErrorInvalidDeviceFunction (98): a kernel with no code for this GPU is launched; HIP
             # words it the same, and names a missing code object for the GPU's gfx target
             r"(?:CUDA|HIP) error: invalid device function|cuda runtime error \(98\) : invalid device function",
@@ -617,6 +622,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Can't find config file in",
             r"Cannot find adapter config file in",
             r"LocalEntryNotFoundError|couldn't connect to 'https://huggingface\.co'",
+            # requests/urllib3 that cannot reach the Hub or its mirror (no network, a proxy's certificate)
+            r"HTTPSConnectionPool\(host='(?:huggingface\.co|hf-mirror\.com|[\w.-]+\.hf\.co)', port=443\): Max retries exceeded",
             # huggingface_hub with downloads off (HF_HUB_OFFLINE, local_files_only) and no cached snapshot
             r"Cannot find an appropriate cached snapshot folder for the specified revision",
             # Ollama: the name is not in its registry ("ollama run orca", ollama issue 2292)
@@ -656,6 +663,8 @@ CATALOG: tuple[Signature, ...] = (
             # nvcc refusing its input or its host compiler ("nvcc fatal   : Unsupported gpu architecture
             # 'sm_100f'", "... : Failed to preprocess host compiler properties.")
             r"\bnvcc fatal\s*: ",
+            # Triton's launcher stub needs a C compiler at first use (triton/runtime/build.py)
+            r"Failed to find C compiler\. Please specify via CC environment variable",
             # the command ninja prints under FAILED: at the start of a line (a successful verbose build
             # prints it after its "[n/m] " counter); vLLM logs it at ERROR when flashinfer's JIT fails
             r"^:?/\S+/bin/nvcc --?\w",
@@ -1145,6 +1154,7 @@ _SIGQUIT = re.compile(r"Received sigquit from a child proces")  # "proces" in 0.
 _CHILD_REPORT = re.compile(
     r"Engine core initialization failed\. See root cause above|^Root Cause \(first observed failure\):|\bChildFailedError\b"
     r"|Engine core proc \w+ died unexpectedly"  # vLLM's client (v1/engine/core_client.py)
+    r"|\bEngineCore failed to start\."  # vLLM's engine process (v1/engine/core.py run_engine_core)
     # vLLM's api_server.py (0.6-0.8) when its engine process (MQLLMEngine) exits before it is up
     r"|Engine process failed to start\. See stack trace for the root cause"
     # SGLang's entrypoints/engine.py: a scheduler process exited (EOF on its pipe) before it was ready
