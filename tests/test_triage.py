@@ -988,6 +988,17 @@ def test_a_driver_mismatch_says_reboot_or_drop_cuda_compat_not_upgrade():
 # (nvidia-ml-py's pynvml.py), huggingface_hub/errors.py, torch's DataLoader and c10d, setuptools'
 # build_ext, vLLM's and SGLang's launchers.
 LIBRARY_TEXTS = [
+    ("RuntimeError: Failed to load the model config. If the model is a custom model not yet available in the "
+     "HuggingFace transformers library, consider setting `trust_remote_code=True` in LLM or using the "
+     "`--trust-remote-code` flag in the CLI.", "flags-refused"),
+    ("ValueError: User-specified max_model_len (262144) is greater than the derived max_model_len "
+     "(max_position_embeddings=40960 or model_max_length=None in model's config.json).", "flags-refused"),
+    # a refusal of vLLM's config (imgbuild/data/vllm_config_refusals.json) pasted to its first sentence
+    ("ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (32768).", "flags-refused"),
+    ("torch.cuda.DeferredCudaCallError: CUDA call failed lazily at initialization with error: device >= 0 && "
+     "device < num_gpus INTERNAL ASSERT FAILED at \"../aten/src/ATen/cuda/CUDAContext.cpp\":50", "no-gpu-visible"),
+    ("RuntimeError: Cannot find a working triton installation. Either the package is not installed or it is too "
+     "old.", "import-failed"),
     ("ERROR 07-10 12:00:00 [core.py:586] EngineCore failed to start.", "child-failed"),
     ("requests.exceptions.SSLError: HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded with "
      "url: /api/models/Qwen/Qwen3-8B (Caused by SSLError(SSLCertVerificationError(1, '[SSL: CERTIFICATE_VERIFY_FAILED] "

@@ -695,6 +695,9 @@ CATALOG: tuple[Signature, ...] = (
         FLAGS_REFUSED,
         _re(
             r"launch_server\.py: error: ",
+        # vLLM's _get_and_verify_max_len (config.py, config/model.py): --max-model-len past what the
+        # config allows; the message is built in a variable, so scripts/gen_matrix/vllm_messages.py misses it
+        r"User-specified max_model_len \(\d+\) is greater than the derived max_model_len",
             # a layer refusing the --attention-backend the flags chose (sglang issue 35743: sage_attn
             # for a diffusion model's audio VAE)
             r"[Aa]ttention backend '[\w-]+' is not supported by this",
@@ -779,6 +782,8 @@ _IMPORT = Signature(
         # model_loader/loader.py, quantization/*: an optional package a flag needs is not installed
         r"library not found\. Please install it",
         r"\bImportError: ",
+        # torch._inductor (torch.compile) without an importable triton (torch/utils/_triton.py)
+        r"Cannot find a working triton installation",
         # Xinference's model loader (xinference/model/llm/...): the engine's package is not importable
         r"Failed to import module '[\w.]+'",
         # vLLM's _custom_ops.py when its compiled extension is missing or broken (a warning, then the
@@ -803,6 +808,8 @@ _NO_GPU = Signature(
         r"No supported accelerator \([^)]{0,200}\) available",
         r"No CUDA GPUs are available",
         r"No HIP GPUs are available",  # the same check (torch/cuda/__init__.py) in torch's ROCm build
+        # torch's lazy CUDA init (torch/cuda/__init__.py) asked for a device index CUDA_VISIBLE_DEVICES hides
+        r"device >= 0 && device < num_gpus INTERNAL ASSERT FAILED",
         # torch/serialization.py: a checkpoint saved from a GPU, loaded where torch sees none
         r"Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\) is False",
         # nvidia-smi's own text when the kernel module is not loaded (or not reachable in the container)
@@ -1002,6 +1009,8 @@ _TRUST_REMOTE_CODE = Signature(
     _re(
         r"contains custom code which must be executed to correctly load the model",
         r"requires you to execute the (?:configuration|tokenizer|modeling) file in that repo on your local machine",
+        # vLLM's transformers_utils/config.py words the same refusal (transformers' above, without --trust-remote-code)
+        r"Failed to load the model config\. If the model is a custom model not yet available in the HuggingFace",
     ),
     "The checkpoint ships its own model code, which transformers runs only when the launch trusts it.",
     (
@@ -1465,6 +1474,10 @@ def _refusal_pattern(texts: Iterable[str]) -> re.Pattern[str] | None:
     formats a value in. Texts with too few fixed words to be told from others are left out."""
     alternatives = set()
     for text in texts:
+        # the first sentence where it is told from others alone: a paste cut short still holds it
+        first = text.split(". ", 1)[0]
+        if first != text and len(first.replace("{...}", "")) >= 2 * _MIN_LITERAL:
+            text = first
         pieces = [piece.strip() for piece in text.split("{...}")]
         if sum(len(piece) for piece in pieces) < _MIN_LITERAL or len(pieces[0]) < 8:
             continue
