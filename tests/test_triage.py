@@ -970,6 +970,9 @@ CUDA_RUNTIME_TEXTS = [
     ("/usr/bin/ld: cannot find -lcuda: No such file or directory", "jit-build-failed"),
     ("RuntimeError: Failed to find C compiler. Please specify via CC environment variable.", "jit-build-failed"),
     ("Process finished with exit code 137 (interrupted by signal 9: SIGKILL)", "killed"),
+    # SIGBUS as bash reports it (a container's /dev/shm too small, most often): a crash, no class of its own
+    ("./serve.sh: line 12:  4242 Bus error               (core dumped) python3 -m sglang.launch_server --tp 2",
+     "unknown"),
 ]
 
 

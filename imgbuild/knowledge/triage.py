@@ -1255,6 +1255,9 @@ _CRASH = re.compile(r"\b[Ss]egmentation fault\b"
                     # SIGILL: a binary built for CPU instructions this CPU lacks (AVX2, AVX-512), as the shell
                     # reports it ("line 69:   134 Illegal instruction", "Illegal instruction (core dumped)")
                     r"|\bIllegal instruction(?: \(core dumped\)|\s+\S|\s*$)"
+                    # SIGBUS as the shell reports it: in a container, most often a /dev/shm too small for
+                    # the shared memory torch's and NCCL's processes map (docker's 64 MiB default)
+                    r"|\bBus error(?:\s+\(core dumped\)|\s*$)"
                     # a Rust launcher's or router's panic (TGI's launcher and router, sgl-router)
                     r"|\bthread '[^']{1,80}' panicked at\b"
                     # a C++ exception nothing caught (std::terminate's report), a C++ engine's failed check
