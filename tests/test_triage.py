@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -819,6 +820,7 @@ OWN_TEXTS = [
     ("model-loading", "library not found. Please install it", "import-failed"),
     ("model-loading", "other ranks that didn't finish loading", "child-failed"),
     ("model-loading", "is not supported for the current GPU. Minimum capability", "no-kernel-image"),
+    ("server-args", "Port is already in use. dist_init_port=", "port-in-use"),
 ]
 
 
@@ -867,6 +869,19 @@ def test_a_server_args_refusal_pasted_alone_is_flags_refused():
     assert len(distinct) > 200 and unread == []
     d = diagnose_log(["ValueError: --ssl-certfile requires --ssl-keyfile to be specified as well."])
     assert d.failure_class == "flags-refused" and d.cause.startswith("ValueError: --ssl-certfile")
+
+
+def test_a_check_past_server_args_that_names_the_flag_it_refuses_is_flags_refused():
+    """A pool's or a loader's ValueError / NotImplementedError that names a flag (--x) or an SGLANG_X=
+    variable refuses the configuration asked for; a more specific class (not-enough-memory names
+    --mem-fraction-static) still wins. Left out: texts whose fixed words start after a hole."""
+    naming = [m for m in MESSAGES["messages"] if m["step"] != "server-args"
+              and m["kind"] in ("raise ValueError", "raise NotImplementedError")
+              and re.search(r"(?:^|[\s(`'])--[a-z][a-z0-9-]+|\bSGLANG_[A-Z0-9_]+=", m["text"])
+              and len(m["text"].split("{...}")[0].strip()) >= 8]
+    classes = {m["text"]: diagnose_log([as_logged(m)]).failure_class for m in naming}
+    assert len(classes) >= 15
+    assert {t: c for t, c in classes.items() if c not in ("flags-refused", "not-enough-memory")} == {}
 
 
 def test_a_class_read_from_the_errors_words_is_marked_inferred_with_that_class_advice():

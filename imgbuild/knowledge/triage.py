@@ -567,6 +567,8 @@ CATALOG: tuple[Signature, ...] = (
             r"port \d+ is not available",
             r"port \d+ is already in use",
             r"Could not bind port \d+",  # utils/network.py (0.5.x)
+            # server_args.py PortArgs.init_new (logger.exception) when the ports it derives are taken
+            r"Port is already in use\. dist_init_port=",
             # GPUStack (which runs SGLang) checks its service ports before it starts
             r"Port \d+ required for service '[\w-]+' is not available",
             r"couldn't bind HTTP server socket",  # llama.cpp's server, as GPUStack runs it
@@ -1488,11 +1490,17 @@ def _refusal_pattern(texts: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile("(?:" + "|".join(sorted(alternatives)) + ")") if alternatives else None
 
 
+_REFUSAL_KINDS = ("raise ValueError", "raise NotImplementedError")
+_NAMES_A_SETTING = re.compile(r"(?:^|[\s(`'])--[a-z][a-z0-9-]+|\bSGLANG_[A-Z0-9_]+=")
+
+
 @lru_cache(maxsize=1)
 def _server_args_refusals() -> re.Pattern[str] | None:
     """Every check server_args.py (and its arg_groups) raises in any release. None without the data."""
     return _refusal_pattern(str(m["text"]) for m in _read_messages(MESSAGES_PATH)
-                            if m.get("step") == "server-args" and str(m.get("kind", "")).startswith("raise"))
+                            if (m.get("step") == "server-args" and str(m.get("kind", "")).startswith("raise"))
+                            # a check further on (a pool, a loader) that names the flag or the variable it refuses
+                            or (m.get("kind") in _REFUSAL_KINDS and _NAMES_A_SETTING.search(str(m.get("text", "")))))
 
 
 @lru_cache(maxsize=1)
