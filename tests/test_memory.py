@@ -678,3 +678,61 @@ def test_rocm_aiter_scales_mem_fraction_static(version: str, platform: str, flag
 def test_rocm_mla_takes_aiter_only_at_16_or_128_heads_per_rank(tp: int, factor: float) -> None:
     # DeepSeek-V3's 128 KV heads: 16 per rank at TP 8 and 128 at TP 1 pick aiter, 32 at TP 4 triton
     assert _rocm_mfs(DSV3, "0.5.11", tp_size=tp) == pytest.approx(0.8 * factor)
+
+
+# openai/gpt-oss-20b's config.json (https://huggingface.co/openai/gpt-oss-20b/blob/main/config.json), the fields
+# that shape its KV pool, as tinygrad's test_gpt_oss.py quotes the whole file (imgbuild search index id
+# 49113032899): 24 layers alternating sliding (128 tokens) and full attention, 8 KV heads of 64
+GPT_OSS_20B = {
+    "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 2880, "head_dim": 64,
+    "num_attention_heads": 64, "num_key_value_heads": 8, "num_hidden_layers": 24, "intermediate_size": 2880,
+    "num_local_experts": 32, "num_experts_per_tok": 4, "experts_per_token": 4, "vocab_size": 201088,
+    "layer_types": ["sliding_attention", "full_attention"] * 12, "sliding_window": 128,
+    "max_position_embeddings": 131072, "tie_word_embeddings": False, "attention_bias": True,
+    "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]},
+}  # fmt: skip
+
+
+def _gpt_oss_plan(version: str, **changes: Any):
+    inp = MemoryInputs(rules=rules_for(version), geometry=read_geometry(GPT_OSS_20B), tp_size=1,
+                       gpu_total_mib=81559, free_before_load_gib=78.8, gpu_compute_capability="9.0")
+    return plan_memory(replace(inp, **changes))
+
+
+def test_gpt_oss_kv_pool_is_split_into_full_and_sliding_parts_as_the_release_does() -> None:
+    """pool_configurator.py HybridSWAPoolConfigurator (0.5.10-0.5.23): a token of the full part costs
+    F x 12 + 0.8 x S x 12 bytes (F = S = 8 heads x (64 + 64) x 2 B); the sliding part holds 0.8 of it."""
+    plan = _gpt_oss_plan("0.5.11")
+    per_layer = 8 * (64 + 64) * 2
+    assert plan.kv_cell_bytes == int(per_layer * 12 + 0.8 * per_layer * 12)
+    one_pool = _gpt_oss_plan("0.5.11", disable_hybrid_swa_memory=True)
+    assert one_pool.kv_cell_bytes == per_layer * 24
+    # the same bytes hold 24 / (12 + 0.8 x 12) = 1.11 times the tokens of one pool
+    assert plan.kv_tokens / one_pool.kv_tokens == pytest.approx(24 / 21.6, rel=1e-4)
+    assert any("full_layer_tokens=" in n and "swa_layer_tokens=" in n for n in plan.notes)
+    assert plan.k_size_gib + plan.v_size_gib == pytest.approx(one_pool.k_size_gib + one_pool.v_size_gib, rel=1e-3)
+    # --swa-full-tokens-ratio 1 gives every layer the same tokens: one pool's count
+    assert _gpt_oss_plan("0.5.11", swa_full_tokens_ratio=1.0).kv_tokens == one_pool.kv_tokens
+
+
+def test_gpt_oss_split_follows_each_releases_server_args() -> None:
+    """0.5.2-0.5.6 server_args.py sets disable_hybrid_swa_memory for GPT-OSS; 0.5.7's model_config.py
+    splits only MiMo-V2; 0.5.8-0.5.9 split it except on trtllm_mha (the SM 10 default) and, in 0.5.8,
+    with speculative decoding; 0.5.10 on split it on every backend."""
+    one_pool_cell = 8 * (64 + 64) * 2 * 24
+    assert _gpt_oss_plan("0.5.6").kv_cell_bytes == one_pool_cell
+    assert _gpt_oss_plan("0.5.7").kv_cell_bytes == one_pool_cell
+    assert _gpt_oss_plan("0.5.8").kv_cell_bytes < one_pool_cell
+    assert _gpt_oss_plan("0.5.9", gpu_compute_capability="10.0").kv_cell_bytes == one_pool_cell
+    assert _gpt_oss_plan("0.5.9", attention_backend="trtllm_mha").kv_cell_bytes == one_pool_cell
+    assert _gpt_oss_plan("0.5.11", gpu_compute_capability="10.0").kv_cell_bytes < one_pool_cell
+    assert _gpt_oss_plan("0.5.8", speculative_algorithm="EAGLE3").kv_cell_bytes == one_pool_cell
+
+
+def test_gpt_oss_split_before_0_5_10_sizes_then_splits_a_capped_pool() -> None:
+    """0.5.8-0.5.9 (model_runner_kv_cache_mixin.py set_num_tokens_hybrid_swa): --max-total-tokens caps
+    the pool sized at F + S per token, which is then split: the full part gets 24 / 21.6 of the cap.
+    From 0.5.10 the cap is the full part's."""
+    assert _gpt_oss_plan("0.5.9", max_total_tokens=100_000).kv_tokens == int(100_000 * 24 / 21.6)
+    assert _gpt_oss_plan("0.5.11", max_total_tokens=100_000).kv_tokens == 100_000

@@ -387,6 +387,114 @@ def kv_cell_bytes(g: ModelGeometry, *, attn_tp: int, pp: int = 1, kv_cache_dtype
     return int(cell)
 
 
+# ----------------------------------------------------------------------------- the hybrid SWA pool
+
+# configs/model_config.py is_hybrid_swa_model: the architectures whose KV pool SGLang splits into a
+# full-attention part and a sliding-window part, by release (read in the 0.5.8.post1, 0.5.9, 0.5.10,
+# 0.5.11, 0.5.14, 0.5.16, 0.5.18 and 0.5.23 wheels). 0.5.7 splits only MiMo-V2 (is_hybrid_model); up to
+# 0.5.6 model_runner.py splits any model with a sliding window, but server_args.py turns it off for
+# GPT-OSS (0.5.2, 0.5.6), Gemma 2/3 and OLMo: those releases are planned with one pool.
+_SWA_SIZED_FROM = {
+    "GptOssForCausalLM": "0.5.8",
+    "Llama4ForConditionalGeneration": "0.5.8",
+    "MiMoV2FlashForCausalLM": "0.5.8",
+    "MiMoV2ForCausalLM": "0.5.11",  # MIMO_V2_MODEL_ARCHS
+    "Step3p5ForCausalLM": "0.5.9",
+    "Step3p7ForConditionalGeneration": "0.5.14",
+}
+# split too, but by geometry plan does not read (Gemma 4's global heads, DeepSeek V4's compressed
+# pools, the rest unseen here): counted as one pool, with a note
+_SWA_UNSIZED_FROM = {
+    "Gemma4ForCausalLM": "0.5.11", "Gemma4ForConditionalGeneration": "0.5.11",
+    "Gemma4UnifiedForConditionalGeneration": "0.5.14", "LagunaForCausalLM": "0.5.14",
+    "MellumForCausalLM": "0.5.16", "InklingForConditionalGeneration": "0.5.16",
+    "UnlimitedOCRForCausalLM": "0.5.16", "MuseGlimmerForCausalLM": "0.5.18",
+    "MuseGlimmerForConditionalGeneration": "0.5.18", "BeamForCausalLM": "0.5.23",
+    "EmbeddingGemma2Model": "0.5.23", "DiffusionGemmaForBlockDiffusion": "0.5.23",
+    "GraniteSWAForCausalLM": "0.5.23", "GraniteMoeSWAForCausalLM": "0.5.23", "IQuestQ1ForCausalLM": "0.5.23",
+}
+SWA_FULL_TOKENS_RATIO = 0.8  # server_args.py (0.5.8-0.5.14), arg_groups/fields/schedule.py fallback (0.5.23)
+
+
+@dataclass(frozen=True)
+class SwaSplit:
+    """The two parts of a hybrid SWA pool: layers and bytes per token of each, and the ratio of
+    sliding-window tokens to full ones."""
+
+    full_layers: int
+    swa_layers: int
+    full_per_token: int  # bytes, one layer, per GPU
+    swa_per_token: int
+    ratio: float
+
+
+def hybrid_swa_split(inp: MemoryInputs) -> SwaSplit | None:
+    """The split SGLang makes, or None where it keeps one pool: the architecture is not split in this
+    release, --disable-hybrid-swa-memory, or server_args.py turns it off (GPT-OSS on the trtllm_mha
+    backend, the default on SM 10, in 0.5.8-0.5.9, and with speculative decoding in 0.5.8; MiMo-V2 and
+    Step-3.5 under --enable-hierarchical-cache)."""
+    g, version = inp.geometry, inp.rules.version
+    since = _SWA_SIZED_FROM.get(g.architecture)
+    if since is None or _vkey(version) < _vkey(since) or g.swa_layers <= 0 or inp.disable_hybrid_swa_memory:
+        return None
+    if g.architecture == "GptOssForCausalLM" and _vkey(version) < _vkey("0.5.10"):
+        cc = inp.gpu_compute_capability
+        backend = inp.attention_backend or ("trtllm_mha" if cc and int(float(cc)) == 10 else None)
+        if backend == "trtllm_mha" or (inp.speculative_algorithm and _vkey(version) < _vkey("0.5.9")):
+            return None
+    if inp.enable_hierarchical_cache and g.architecture.startswith(("MiMoV2", "Step3p")):
+        return None
+    size = kv_dtype_bytes(served_kv_cache_dtype(inp), g.dtype_bytes)
+    attn_tp = inp.attn_tp_size or inp.tp_size
+    full_heads = max(1, g.num_kv_heads // attn_tp)
+    swa_heads = max(1, (g.swa_num_kv_heads or g.num_kv_heads) // attn_tp)
+    swa_head_dim = g.swa_head_dim or g.head_dim
+    swa_v_head_dim = g.swa_v_head_dim or swa_head_dim
+    return SwaSplit(
+        full_layers=math.ceil((g.num_layers - g.swa_layers) / inp.pp_size),
+        swa_layers=math.ceil(g.swa_layers / inp.pp_size),
+        full_per_token=int(full_heads * (g.head_dim + g.v_head_dim) * size),
+        swa_per_token=int(swa_heads * (swa_head_dim + swa_v_head_dim) * size),
+        ratio=inp.swa_full_tokens_ratio if inp.swa_full_tokens_ratio is not None else SWA_FULL_TOKENS_RATIO,
+    )
+
+
+def hybrid_swa_unsized(g: ModelGeometry, version: str) -> bool:
+    """Whether this release splits the model's pool by a geometry plan does not read."""
+    since = _SWA_UNSIZED_FROM.get(g.architecture)
+    return since is not None and _vkey(version) >= _vkey(since)
+
+
+def swa_pool_tokens(split: SwaSplit, rest_bytes: int, *, page_size: int, max_total_tokens: int | None,
+                    era: str) -> tuple[int, int]:
+    """(full tokens, sliding-window tokens) of the split pool. 0.5.10 on (model_executor/
+    pool_configurator.py HybridSWAPoolConfigurator): a token of max_total_num_tokens costs
+    F x full layers + ratio x S x SWA layers, and --max-total-tokens caps the full part. 0.5.8-0.5.9
+    (model_runner_kv_cache_mixin.py set_num_tokens_hybrid_swa): the pool is first sized, and capped,
+    as F x full + S x SWA per token, then split in the same proportion."""
+    full_cost = split.full_per_token * split.full_layers
+    swa_cost = split.swa_per_token * split.swa_layers
+
+    def page(x: float) -> int:
+        return int(x) // page_size * page_size
+
+    if split.full_layers == 0:  # all layers slide: one pool, no ratio
+        tokens = rest_bytes // max(1, swa_cost)
+        if max_total_tokens is not None:
+            tokens = min(tokens, max_total_tokens)
+        return 0, page(tokens)
+    if era == "0.5.9":
+        tokens = page(rest_bytes // max(1, full_cost + swa_cost))
+        if max_total_tokens is not None:
+            tokens = min(tokens, page(max_total_tokens))
+        full = page(tokens * (full_cost + swa_cost) / (full_cost + split.ratio * swa_cost))
+    else:
+        full = page(rest_bytes / (full_cost + split.ratio * swa_cost))
+        if max_total_tokens is not None:
+            full = min(full, page(max_total_tokens))
+    return full, page(full * split.ratio)
+
+
 @dataclass(frozen=True)
 class MambaState:
     conv_bytes: int  # per request, all linear layers, per GPU
@@ -664,6 +772,9 @@ class MemoryInputs:
     quantization_flag: str | None = None  # --quantization as given (None: the checkpoint's own)
     enable_linear_replayssm: bool = False
     cpu_offload_gb: float = 0.0  # --cpu-offload-gb: GiB of decoder-layer weights per GPU kept in host memory
+    disable_hybrid_swa_memory: bool = False  # --disable-hybrid-swa-memory
+    swa_full_tokens_ratio: float | None = None  # --swa-full-tokens-ratio (None: SWA_FULL_TOKENS_RATIO)
+    enable_hierarchical_cache: bool = False
 
 
 @dataclass(frozen=True)
@@ -1653,10 +1764,24 @@ def _kv_pool_tokens(
             f"{g.kv_lora_rank + g.qk_rope_head_dim}: it takes more memory than the rest it was sized from"
         )
     page_size = s.page_size
-    tokens = int(rest * GIB) // cell
-    tokens = tokens // page_size * page_size
-    if inp.max_total_tokens is not None and tokens > 0:
-        tokens = min(tokens, inp.max_total_tokens // page_size * page_size)
+    split = hybrid_swa_split(inp)
+    if split is not None:
+        full, swa = swa_pool_tokens(split, max(0, int(rest * GIB)), page_size=page_size,
+                                    max_total_tokens=inp.max_total_tokens, era=inp.rules.era)
+        tokens = full if split.full_layers else swa
+        cell = int(split.full_per_token * split.full_layers + split.ratio * split.swa_per_token * split.swa_layers) \
+            if split.full_layers else split.swa_per_token * split.swa_layers
+        if tokens > 0:
+            out.notes.append(
+                f"SGLang splits the KV pool of {g.architecture} (hybrid SWA): full_layer_tokens={full}, "
+                f"swa_layer_tokens={swa} ({split.full_layers} full-attention and {split.swa_layers} sliding-window "
+                f"layers, --swa-full-tokens-ratio {split.ratio:g})"
+            )
+    else:
+        tokens = int(rest * GIB) // cell
+        tokens = tokens // page_size * page_size
+        if inp.max_total_tokens is not None and tokens > 0:
+            tokens = min(tokens, inp.max_total_tokens // page_size * page_size)
     if tokens <= 0:
         out.fail(_not_enough_message(inp.rules, s.mfs), memory=True)
     return cell, tokens
@@ -1708,7 +1833,16 @@ def _pool_sizes(
     kv_layers = math.ceil(g.kv_layers / inp.pp_size)
     kv_bytes = kv_dtype_bytes(served_kv_cache_dtype(inp), g.dtype_bytes)
     rows = max(tokens, 0) + page_size
-    if g.mla:
+    split = hybrid_swa_split(inp)
+    if split is not None:
+        # the full pool and the sliding-window pool (mem_cache/swa_memory_pool.py SWAKVPool), each
+        # with page_size rows more; K and V are equal halves of each token's bytes here
+        full = tokens if split.full_layers else 0
+        swa = int(full * split.ratio) // page_size * page_size if split.full_layers else tokens
+        pool = ((full + page_size) * split.full_per_token * split.full_layers
+                + (swa + page_size) * split.swa_per_token * split.swa_layers) / GIB
+        k_size = v_size = pool / 2
+    elif g.mla:
         k_size = rows * _mla_stored_bytes(g, served_kv_cache_dtype(inp), kv_bytes) * kv_layers / GIB
         v_size = 0.0
     else:
@@ -1816,10 +1950,10 @@ def _verdict(
             # asked for with --context-length: the launch does not do what was asked. Derived from
             # the config: SGLang starts and caps a request's input at the pool (scheduler.py)
             (out.problems if inp.context_length else out.notes).append(text)
-    if g.sliding_window and not g.hybrid:
+    if hybrid_swa_unsized(g, inp.rules.version) and not inp.disable_hybrid_swa_memory:
         out.notes.append(
-            f"sliding-window attention ({g.sliding_window} tokens) is counted as full attention: "
-            "SGLang's hybrid SWA pool may hold more tokens than planned"
+            f"SGLang {inp.rules.version} splits the KV pool of {g.architecture} into full-attention and "
+            "sliding-window parts; plan counts every layer as full attention, so the pool may hold more tokens"
         )
     if g.dsa_indexer and g.mla and served_kv_cache_dtype(inp) != (inp.kv_cache_dtype or "auto"):
         out.notes.append(

@@ -145,6 +145,13 @@ class ModelGeometry:
     quant: QuantScheme | None = None  # the weight format of a quantized checkpoint (knowledge/quantscheme.py)
     draft_vocab_size: int = 0  # an EAGLE3 draft's own head vocabulary (models/llama_eagle3.py)
     sliding_window: int | None = None
+    # the sliding-window layers as SGLang's hybrid SWA pool splits them (configs/model_config.py
+    # get_hybrid_layer_ids, 0.5.8-0.5.23), and their KV heads and head dims (ModelConfig.swa_head_dim,
+    # get_swa_num_kv_heads); 0 layers where the config names none
+    swa_layers: int = 0
+    swa_num_kv_heads: int = 0
+    swa_head_dim: int = 0
+    swa_v_head_dim: int = 0
     checkpoint_bytes: int | None = None  # the index's total_size (or parameters x dtype when only they are given)
     checkpoint_parameters: int | None = None  # the index's total_parameters (or the shapes' count when absent)
 
@@ -748,6 +755,32 @@ def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int, feat
     )
 
 
+def _swa_shapes(text: dict[str, Any], *, arch: str, layers: int) -> dict[str, Any]:
+    """The sliding-window layers SGLang's hybrid SWA pool would hold and their KV shape, as
+    configs/model_config.py reads them (get_hybrid_layer_ids; 0.5.9 and 0.5.23 alike): Llama 4's
+    chunked-attention layers are three of every four ((i + 1) % 4 != 0), MiMo-V2 marks them 1 in
+    hybrid_layer_pattern, the others name them "sliding_attention" in layer_types. KV heads:
+    swa_num_key_value_heads, Step-3.5's attention_other_setting.num_attention_groups, else the model's;
+    head dims: swa_head_dim and swa_v_head_dim, else the model's (get_swa_num_kv_heads, __init__)."""
+    if arch == "Llama4ForConditionalGeneration":
+        swa = sum(1 for i in range(layers) if (i + 1) % 4 != 0)
+    elif isinstance(text.get("hybrid_layer_pattern"), list):
+        swa = sum(1 for x in text["hybrid_layer_pattern"][:layers] if x == 1)
+    elif isinstance(text.get("layer_types"), list):
+        swa = sum(1 for x in text["layer_types"][:layers] if x == "sliding_attention")
+    else:
+        swa = 0
+    if not swa:
+        return {}
+    other = text.get("attention_other_setting")
+    heads = read_int(text, "swa_num_key_value_heads", default=0)
+    if not heads and isinstance(other, dict):
+        heads = read_int(other, "num_attention_groups", default=0)
+    head_dim = read_int(text, "swa_head_dim", default=0)
+    return {"swa_layers": swa, "swa_num_kv_heads": heads, "swa_head_dim": head_dim,
+            "swa_v_head_dim": read_int(text, "swa_v_head_dim", default=head_dim)}
+
+
 def _attention_shapes(text: dict[str, Any], *, arch: str, model_type: str, hidden: int, heads: int) -> dict[str, Any]:
     """Attention fields of ModelGeometry: heads, head dims, gates, biases, MLA's low ranks."""
     head_dim = read_int(text, "head_dim", default=(hidden // heads if heads else 0)) or (hidden // heads if heads else 0)
@@ -841,6 +874,7 @@ def read_geometry(
         multimodal=vision is not None,
         quantization=quant_method(config) or quant_method(text),
         sliding_window=sliding_window(text),
+        **_swa_shapes(text, arch=arch, layers=layers),
         draft_vocab_size=read_int(text, "draft_vocab_size", default=0),
         checkpoint_bytes=checkpoint_bytes,
         checkpoint_parameters=checkpoint_parameters,
