@@ -366,3 +366,20 @@ def test_kimi_k25_vision_tower_reads_sglang_config_class_defaults() -> None:
     assert g.vision is not None
     assert (g.vision.num_hidden_layers_attr, g.vision.hidden_size) == (27, 1152)
     assert round(0.908 * vlm_mfs_factor(g.vision), 10) == 0.8260405859
+
+
+def test_kimi_k25_moonvit_tower_is_counted_as_sglang_builds_it() -> None:
+    """sglang 0.5.9 models/kimi_k25.py, module by module at the class defaults the checkpoint's vt_* fields
+    leave in place (27 layers, 1152 wide, MLP 4304, 16 heads; 64 x 64 position table; 2 x 2 merge; text 7168):
+    patch Conv2d 3*14*14*1152 + 1152 = 678,528; position table 64*64*1152 = 4,718,592; per layer two
+    LayerNorms 4,608, MLP2 1152*4304 + 4304 + 4304*1152 + 1152 = 9,921,872, VisionAttention q/k/v
+    3*1152*1152 + 3*1152 = 3,984,768 and proj 1152*1152 + 1152 = 1,328,256; final LayerNorm 2,304;
+    projector LayerNorm 2,304, 4608*4608 + 4608 = 21,238,272, 4608*7168 + 7168 = 33,037,312.
+    At TP 8 only the attention's weights and q/k/v biases are split (proj's bias is not)."""
+    g = inspect_model(str(PLAN_MODELS / "kimi-k2.5")).geometry
+    assert g.vision is not None and g.vision.kind == "moonvit"
+    layer = 4_608 + 9_921_872 + 3_984_768 + 1_328_256
+    whole = 678_528 + 4_718_592 + 27 * layer + 2_304 + 2_304 + 21_238_272 + 33_037_312
+    per_gpu, total = vision_params(g.vision, 8)
+    assert total == whole == 471_143_920
+    assert per_gpu == whole - 27 * (3_984_768 + 1_327_104) * 7 / 8

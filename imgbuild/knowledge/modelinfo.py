@@ -57,7 +57,7 @@ HYBRID_GDN_ARCHITECTURES = frozenset({
     "Qwen3_5MoeForCausalLM",
 })  # fmt: skip
 LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
-MODELLED_VISION = frozenset({"qwen3-vl", "siglip", "mllama", "clip"})  # towers counted from their shapes
+MODELLED_VISION = frozenset({"qwen3-vl", "siglip", "mllama", "clip", "moonvit"})  # towers counted from their shapes
 
 
 class HubFetcher(Protocol):
@@ -70,7 +70,7 @@ class VisionGeometry:
     """A vision tower as SGLang builds it: Qwen3-VL's blocks ("qwen3-vl"), or only what
     adjust_mem_fraction_for_vlm reads ("opaque": its parameters come from the index)."""
 
-    kind: str  # "qwen3-vl" | "siglip" | "mllama" | "clip" | "opaque"
+    kind: str  # "qwen3-vl" | "siglip" | "mllama" | "clip" | "moonvit" | "opaque"
     depth: int = 0
     hidden_size: int = 0
     intermediate_size: int = 0
@@ -712,6 +712,30 @@ def _mllama_vision(vision_cfg: dict[str, Any], *, text_hidden: int) -> VisionGeo
     )
 
 
+def _moonvit(vision_cfg: dict[str, Any], *, text_hidden: int) -> VisionGeometry:
+    """Kimi K2.5's MoonViT tower and patch-merger projector (sglang 0.5.9 models/kimi_k25.py,
+    configs/kimi_k25.py). SGLang builds KimiK25VisionConfig from the checkpoint's vision_config, whose
+    vt_* names the class keeps as other attributes: the tower takes the class defaults (27 layers of
+    1152, MLP 4304) unless the plain names are given, and the projector reads vt_hidden_size."""
+    layers, hidden = SGLANG_VISION_DEFAULTS["kimi_k25"]
+    merge = vision_cfg.get("merge_kernel_size") or [2, 2]
+    merge_tokens = int(merge[0]) * int(merge[1]) if isinstance(merge, list) and len(merge) == 2 else 4
+    tower_hidden = read_int(vision_cfg, "hidden_size", default=hidden)
+    return VisionGeometry(
+        kind="moonvit",
+        depth=read_int(vision_cfg, "num_hidden_layers", default=layers),
+        hidden_size=tower_hidden,
+        intermediate_size=read_int(vision_cfg, "intermediate_size", default=4304),
+        out_hidden_size=read_int(vision_cfg, "text_hidden_size", default=text_hidden),
+        patch_size=read_int(vision_cfg, "patch_size", default=14),
+        spatial_merge_size=merge_tokens,
+        num_position_embeddings=read_int(vision_cfg, "init_pos_emb_height", default=64)
+        * read_int(vision_cfg, "init_pos_emb_width", default=64),
+        vision_output_dim=read_int(vision_cfg, "vt_hidden_size", default=tower_hidden) * merge_tokens,
+        num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=layers),
+    )
+
+
 def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int, feature_layer: Any = None
                      ) -> VisionGeometry | None:
     """The vision tower: Qwen3-VL's blocks when SGLang builds it from them (models/qwen3_vl.py),
@@ -747,6 +771,8 @@ def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int, feat
         # Gemma 3's SigLIP tower and its projector (models/gemma3_mm.py, models/siglip.py)
         fields, side = _vit_fields(vision_cfg, text_hidden=text_hidden, patch_default=16, image_default=224)
         return VisionGeometry(kind="siglip", **fields, num_position_embeddings=side * side)
+    if model_type == "kimi_k25":
+        return _moonvit(vision_cfg, text_hidden=text_hidden)
     layers, hidden = SGLANG_VISION_DEFAULTS.get(model_type, (0, 0))
     return VisionGeometry(
         kind="opaque",
@@ -1142,6 +1168,20 @@ def _siglip_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
     return replicated + v.depth * block_sharded / tp, replicated + v.depth * block_sharded
 
 
+def _moonvit_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
+    """MoonViT + K2VLMultiModalProjector (sglang 0.5.9 models/kimi_k25.py): VisionAttention's q/k/v
+    (with biases) and output projection are TP-sharded; its MLP (MLP2, plain nn.Linear with biases),
+    LayerNorms, the out-projection bias, the patch convolution, the learnt 2-D position table and the
+    projector (LayerNorm, then ReplicatedLinear merged -> merged -> text hidden) are replicated."""
+    d, inter, merged, out = v.hidden_size, v.intermediate_size, v.vision_output_dim, v.out_hidden_size
+    block_sharded = 3 * d * d + 3 * d + d * d
+    block_replicated = 4 * d + d + d * inter + inter + inter * d + d
+    embeddings = v.in_channels * v.patch_size**2 * d + d + v.num_position_embeddings * d
+    projector = 2 * (merged // max(1, v.spatial_merge_size)) + merged * merged + merged + merged * out + out
+    replicated = embeddings + v.depth * block_replicated + 2 * d + projector
+    return replicated + v.depth * block_sharded / tp, replicated + v.depth * block_sharded
+
+
 def _clip_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
     """CLIP tower + LLaVA projector (SGLang models/clip.py, models/llava.py with transformers'
     LlavaMultiModalProjector): q/k/v/out (with biases) and fc1/fc2 sharded as SigLIP's; the class,
@@ -1186,6 +1226,8 @@ def vision_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
         return _mllama_params(v, tp)
     if v.kind == "clip":
         return _clip_params(v, tp)
+    if v.kind == "moonvit":
+        return _moonvit_params(v, tp)
     d, inter = v.hidden_size, v.intermediate_size
     patch = v.in_channels * v.temporal_patch_size * v.patch_size**2 * d + d
     pos = v.num_position_embeddings * d
