@@ -285,6 +285,8 @@ def _dsa_forced_dp_attention(launch: LaunchConfig, g: ModelGeometry, version: st
 
 
 def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: GpuView, model_path: str) -> MemoryInputs:
+    """The planner's inputs from the parsed launch. Over 60 lines because it is one keyword per
+    MemoryInputs field the flags set."""
     v = launch.values
     piecewise: bool | None = None
     if v.get("enable_piecewise_cuda_graph"):
