@@ -441,10 +441,13 @@ def test_triage_imports_no_adapter_library():
 # alone (vLLM's nested process prefixes, a traceback cut below "hit an exception", Triton's FP8 refusal
 # inside its CompilationError, an assert on the GPU's generation, pydantic's config refusal, NCCL's
 # INFO lines, the Hub's gated-model text and another client's 403, SIGILL, a bold error line, an
-# elided site-packages path); scored after, 150 of 174.
+# elided site-packages path); scored after, 150 of 174. A terminal's cut lines rejoined (tuned logs cut at
+# 80 and 120 columns) brought it to 151. Of the 7 collected after that (6 tuned, 1 held out: one-line
+# pastes, an RL launcher's -9, a multi-node NCCL watchdog), all 7 were classified right as first seen:
+# 152 of 175.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 150 of 174 (0.862); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 152 of 175 (0.869); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
