@@ -680,22 +680,13 @@ def test_rocm_mla_takes_aiter_only_at_16_or_128_heads_per_rank(tp: int, factor: 
     assert _rocm_mfs(DSV3, "0.5.11", tp_size=tp) == pytest.approx(0.8 * factor)
 
 
-# openai/gpt-oss-20b's config.json (https://huggingface.co/openai/gpt-oss-20b/blob/main/config.json), the fields
-# that shape its KV pool, as tinygrad's test_gpt_oss.py quotes the whole file (imgbuild search index id
-# 49113032899): 24 layers alternating sliding (128 tokens) and full attention, 8 KV heads of 64
-GPT_OSS_20B = {
-    "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 2880, "head_dim": 64,
-    "num_attention_heads": 64, "num_key_value_heads": 8, "num_hidden_layers": 24, "intermediate_size": 2880,
-    "num_local_experts": 32, "num_experts_per_tok": 4, "experts_per_token": 4, "vocab_size": 201088,
-    "layer_types": ["sliding_attention", "full_attention"] * 12, "sliding_window": 128,
-    "max_position_embeddings": 131072, "tie_word_embeddings": False, "attention_bias": True,
-    "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": [
-        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]},
-}  # fmt: skip
+# openai/gpt-oss-20b's published config.json (tests/data/plan_logs/models/gpt-oss-20b, SOURCE.md cites it):
+# 24 layers alternating sliding (128 tokens) and full attention, 8 KV heads of 64
+GPT_OSS_20B = ROOT / "tests" / "data" / "plan_logs" / "models" / "gpt-oss-20b"
 
 
 def _gpt_oss_plan(version: str, **changes: Any):
-    inp = MemoryInputs(rules=rules_for(version), geometry=read_geometry(GPT_OSS_20B), tp_size=1,
+    inp = MemoryInputs(rules=rules_for(version), geometry=load_geometry(GPT_OSS_20B), tp_size=1,
                        gpu_total_mib=81559, free_before_load_gib=78.8, gpu_compute_capability="9.0")
     return plan_memory(replace(inp, **changes))
 

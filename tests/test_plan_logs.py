@@ -41,12 +41,14 @@ WEIGHTS_TOLERANCE = 0.03  # and for the weights per GPU
 # what plan answers today on each part: a change to the planner that lowers a figure is a
 # regression against real launches; one that raises it should raise the floor here
 FLOOR = {
-    "tuning": {"verdicts_right": 44, "kv_within_tolerance": 33, "weights_within_tolerance": 34},
+    "tuning": {"verdicts_right": 45, "kv_within_tolerance": 34, "weights_within_tolerance": 34},
     # Kimi-K2.5's vision tower read with SGLang's KimiK25VisionConfig defaults (KV tokens +8.6% -> +1.5%) and
     # counted as models/kimi_k25.py builds it (weights -3.6% -> -2.8%)
     # the load overhead capped at 8% of the weights (from the tuning part's sub-1B models) brought the
     # held-out Qwen3-0.6B-FP8's weights from +18.9% to +2.2% and its KV tokens from +4.8% to +5.02%
-    "held_out": {"verdicts_right": 13, "kv_within_tolerance": 7, "weights_within_tolerance": 7},
+    # two GPT-OSS-20B launches (0.5.1, one pool) added: both verdicts right as first seen; the tuned one's
+    # weights -11.5% (SGLang logs 14.67 GiB for a 12.8 GiB checkpoint: not from the shapes), KV +3.4%
+    "held_out": {"verdicts_right": 14, "kv_within_tolerance": 7, "weights_within_tolerance": 7},
 }
 
 
