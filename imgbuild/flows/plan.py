@@ -522,7 +522,8 @@ def _suggestion_lines(result: PlanResult) -> list[str]:
     if not result.suggestions:
         return []
     fitting = any(s.verdict == "fits" for s in result.suggestions)
-    out = ["", "changes that fit, cheapest first:" if fitting else "no single or paired change fits; closest:"]
+    head = "changes that serve the full context, cheapest first:" if result.plan.context_short else "changes that fit, cheapest first:"
+    out = ["", head if fitting else "no single or paired change fits; closest:"]
     for s in result.suggestions:
         gpu = f"  (--gpu '{s.gpu}')" if s.gpu else ""
         out.append(

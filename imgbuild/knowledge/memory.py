@@ -819,6 +819,9 @@ class MemoryPlan:
     failure: str | None  # the exact error SGLang raises while sizing pools
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    # the pool holds fewer tokens than the --context-length asked for: SGLang starts (the verdict can be
+    # fits) but caps each request at the pool, so suggest still looks for changes that serve that length
+    context_short: bool = False
     # how far the launch is from the edge, GiB per GPU: headroom left after the pools less the runtime
     # estimate; where a pool or the weights cannot be placed, how far short they fall (negative).
     # None where no memory figure decides (a refusal, or a failure memory cannot fix).
@@ -1132,7 +1135,8 @@ class _Outcome:
     """What the phases find on the way: SGLang's argument-parsing refusal, the first
     error SGLang would raise while sizing, and the problems and notes, in the order found."""
 
-    __slots__ = ("refusal", "failure", "problems", "notes", "memory_failure", "headroom_problem", "load_short_gib")
+    __slots__ = ("refusal", "failure", "problems", "notes", "memory_failure", "headroom_problem", "load_short_gib",
+                 "context_short")
 
     def __init__(self) -> None:
         self.refusal: str | None = None
@@ -1142,6 +1146,7 @@ class _Outcome:
         self.memory_failure = False  # the failure is memory running short (a margin can say how far)
         self.headroom_problem: str | None = None  # the problem that is the runtime headroom, if any
         self.load_short_gib: float | None = None  # F0 less a load peak above the weights kept (quantize-at-load)
+        self.context_short = False  # the pool is shorter than the --context-length asked for
 
     def fail(self, message: str, *, memory: bool = False) -> None:
         # SGLang stops at the first error: later phases never overwrite it
@@ -1943,13 +1948,13 @@ def _verdict(
                 f"these flags leave {slack:.2f} GiB"
             )
         if tokens > 0 and s.context > tokens:
-            text = (
-                f"the KV pool holds {tokens} tokens, fewer than the context length {s.context}: "
-                "one full-length request cannot fit"
+            # SGLang starts, max_req_len = min(context_len, pool) - 1 (managers/tp_worker.py); a 62k pool under
+            # --context-length 65536 served (tests/data/plan_logs/deepseek-r1.h20x8-tp8-mfs090-ctx64k)
+            out.notes.append(
+                f"the KV pool holds {tokens} tokens, fewer than the context length {s.context}: SGLang starts, but "
+                f"caps each request at {tokens - 1} tokens, so one full-length request cannot be served"
             )
-            # asked for with --context-length: the launch does not do what was asked. Derived from
-            # the config: SGLang starts and caps a request's input at the pool (scheduler.py)
-            (out.problems if inp.context_length else out.notes).append(text)
+            out.context_short = inp.context_length is not None
     if hybrid_swa_unsized(g, inp.rules.version) and not inp.disable_hybrid_swa_memory:
         out.notes.append(
             f"SGLang {inp.rules.version} splits the KV pool of {g.architecture} into full-attention and "
@@ -2043,6 +2048,7 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
         refusal=out.refusal,
         failure=out.failure,
         problems=tuple(out.problems),
+        context_short=out.context_short,
         notes=tuple(out.notes),
         margin_gib=margin,
         margin_limit=margin_limit,

@@ -1,7 +1,8 @@
 """Which changes to a launch make it fit: re-plan candidate flag changes, rank them by cost.
 
 Pure: every candidate is re-planned with imgbuild.knowledge.memory.plan_memory; nothing is
-read or printed. imgbuild.flows.plan calls suggest_changes after a plan that does not fit.
+read or printed. imgbuild.flows.plan calls suggest_changes after a plan that does not fit, or whose KV
+pool is shorter than the --context-length asked for.
 """
 
 from __future__ import annotations
@@ -199,7 +200,8 @@ class _Candidates:
             desc = desc + [f"only {p.max_running_requests} requests at once"]
         s = Suggestion(pre_flags + flags, "; ".join(pre_desc + desc), pre_cost + cost + penalty, p.verdict,
                        p.kv_tokens, p.max_running_requests, gpu_arg)
-        if p.verdict == "fits":  # a borderline change is not offered as one that fits
+        # a borderline change is not offered as one that fits, nor one whose pool is shorter than the context asked
+        if p.verdict == "fits" and not p.context_short:
             key = tuple(sorted(s.flags))
             if key not in self.found or self.found[key].cost > s.cost:
                 self.found[key] = s
@@ -262,7 +264,7 @@ def suggest_changes(base: MemoryInputs, plan: MemoryPlan, gpus: GpuView, *, limi
     cache rule of 0.5.10-0.5.13: --disable-radix-cache, or --mamba-scheduler-strategy
     extra_buffer), both are searched.
     """
-    if plan.verdict == "fits":
+    if plan.verdict == "fits" and not plan.context_short:
         return ()
     candidates = _Candidates(base)
     for start in _starts(base, plan):
