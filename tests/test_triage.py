@@ -444,10 +444,13 @@ def test_triage_imports_no_adapter_library():
 # elided site-packages path); scored after, 150 of 174. A terminal's cut lines rejoined (tuned logs cut at
 # 80 and 120 columns) brought it to 151. Of the 7 collected after that (6 tuned, 1 held out: one-line
 # pastes, an RL launcher's -9, a multi-node NCCL watchdog), all 7 were classified right as first seen:
-# 152 of 175.
+# 152 of 175. Of the 11 collected after those (10 tuned, 1 held out: Ascend NPU out-of-memory and HCCL
+# lines, vLLM's negative KV cache memory, a kubelet's liveness kill, SGLang's cut "other ranks" text),
+# the tuned part read 4 of 10 as first seen and was fixed from those logs alone; the held-out one was
+# right as first seen: 153 of 176.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 152 of 175 (0.869); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 153 of 176 (0.869); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -523,9 +526,9 @@ def _cut_at(width: int, lines: list[str]) -> list[str]:
 
 # A log cut at a terminal's width is rejoined where two or more of its lines were cut; one that reads as
 # no failure, or as a failure no signature matches, is read again with every line at the longest
-# length joined to the next (a one-line paste cut once). Logs that still change class, of 671: 1 at 100
-# columns and 1 at 200, none at 80, 120 and 160 (168 at 80 and 65 at 120 with no rejoining; 22 at both
-# when only two or more cuts were rejoined).
+# length joined to the next (a one-line paste cut once). Logs that still change class, of 677: 2 at 100
+# columns, 1 at 120, 160 and 200, none at 80 (168 at 80 and 65 at 120 of 671 with no rejoining; 22 at
+# both when only two or more cuts were rejoined).
 @pytest.mark.parametrize("width", [80, 100, 120, 160, 200])
 def test_tuned_logs_cut_at_a_terminal_width_keep_their_class(width):
     changed = [p.name for p in TUNED if diagnose_log(_cut_at(width, corpus_case(p)[1])).failure_class

@@ -313,6 +313,8 @@ CATALOG: tuple[Signature, ...] = (
             r"No available memory for the cache blocks",
             # the profile that precedes it (worker.py determine_num_available_blocks, vllm issue 13882)
             r"the rest of the memory reserved for KV Cache is -\d",
+            # vLLM v1's worker (v1/worker/gpu_worker.py determine_available_memory) before it refuses
+            r"Available KV cache memory: -\d",
         ),
         "The memory left for the KV (or state) cache cannot hold what the engine was asked "
         "to serve: one request at the model's full length, or the configured number of sequences.",
@@ -527,6 +529,11 @@ CATALOG: tuple[Signature, ...] = (
             # torch.distributed's CPU group (gloo), set up beside NCCL's in the same init: the ranks
             # cannot reach each other (ProcessGroupGloo.cpp)
             r"Gloo connectFullMesh failed",
+            # HCCL, NCCL's counterpart on Ascend NPUs (torch_npu's ProcessGroupHCCL, CANN's error codes):
+            # a failed communicator call, and its transport set-up between ranks
+            r"HCCL function error: hccl\w+\(",
+            r"\bcall hccl api failed\b",
+            r"\bEI0009: .{0,80}Transport init error\b",
             # the same group when a peer stops answering (gloo/transport/tcp/unbound_buffer.cc, pair.cc;
             # sglang issue 5883, two nodes during CUDA-graph capture)
             r"gloo/transport/tcp/\w+\.cc:\d+\] Timed out waiting \d+ms for (?:send|recv) operation",
@@ -922,6 +929,9 @@ _KILLED = Signature(
         r"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT ",
         # systemd's record of a service's main process ended by SIGKILL
         r"Main process exited, code=killed, status=9/KILL",
+        # the kubelet restarting a container whose liveness probe failed (kubectl describe pod's events):
+        # a server still loading, or one without the probed endpoint
+        r"failed liveness probe, will be restarted",
     ),
     "The process was killed (SIGKILL); while loading, most often by the kernel's OOM killer "
     "when host RAM runs out.",
@@ -1172,7 +1182,7 @@ _CHILD_REPORT = re.compile(
     r"|\bRank \d+ scheduler is dead\. Please check if there are relevant logs"
     r"|\bWorker proc \S+ died unexpectedly"  # vLLM's v1/executor/multiproc_executor.py: a TP worker
     # model_executor/model_runner.py (0.4.x-0.5.x): this rank loaded, another did not
-    r"|but there are other ranks that didn't finish loading"
+    r"|could finish the model loading, but there are other ranks"
     # Xinference's actor framework (xoscar) when the model's subprocess went away
     r"|xoscar\.errors\.ServerClosed: (?:\[[^\]]{0,200}\] )?Remote server \S+ closed"
     # Ray (python/ray/exceptions.py ActorDiedError): an actor (an engine, a rollout worker) died
