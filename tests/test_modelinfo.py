@@ -383,3 +383,22 @@ def test_kimi_k25_moonvit_tower_is_counted_as_sglang_builds_it() -> None:
     per_gpu, total = vision_params(g.vision, 8)
     assert total == whole == 471_143_920
     assert per_gpu == whole - 27 * (3_984_768 + 1_327_104) * 7 / 8
+
+
+def test_qwen2_vl_and_qwen2_5_vl_towers_are_counted_from_their_shapes() -> None:
+    """Qwen2-VL (allenai/olmOCR-7B-0225-preview, a Qwen2-VL-7B fine-tune, published config only): the
+    shapes give exactly the checkpoint's bytes, its model.safetensors.index.json total_size 16,582,751,232
+    (SOURCE.md cites both). Qwen2.5-VL-7B-Instruct's checkpoint is 16,584,333,312 bytes, 8,292,166,656 bf16
+parameters (its index's total_size as public code quotes it: imgbuild search index ids 62225960460,
+60935461719, 8559747720 for Qwen-Image's text encoder); SGLang
+    (models/qwen2_5_vl.py) allocates the tower's gated MLP at 3424 where the checkpoint has 3420, 4 x
+    (2 x 1280 + 2 + 1280) = 15,368 more a block, 32 blocks."""
+    qwen2_vl = inspect_model(str(PLAN_MODELS / "olmocr-7b-0225-preview"))
+    assert qwen2_vl.geometry.vision is not None and qwen2_vl.geometry.vision.kind == "qwen2-vl"
+    assert qwen2_vl.weight_bytes == 16_582_751_232
+    qwen25 = inspect_model(str(PLAN_MODELS / "qwen2.5-vl-7b-instruct"))
+    assert qwen25.geometry.vision is not None and qwen25.geometry.vision.kind == "qwen2.5-vl"
+    assert qwen25.parameters == 8_292_166_656 + 32 * 4 * (2 * 1280 + 2 + 1280)
+    # the tower's attention, MLP and merger are split by TP; at TP 2 a GPU holds a little over half
+    per_gpu, total = vision_params(qwen25.geometry.vision, 2)
+    assert total / 2 < per_gpu < total * 0.51

@@ -644,7 +644,7 @@ def vlm_mfs_factor(v: VisionGeometry | None) -> float:
     if v is None:
         return 1.0
     layers = v.num_hidden_layers_attr or 24
-    hidden = v.hidden_size or 1024
+    hidden = v.hidden_size_attr or v.hidden_size or 1024
     ratio = layers * hidden**2 / (24 * 1024**2)
     factor = max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
     return 0.95 * factor

@@ -57,7 +57,7 @@ HYBRID_GDN_ARCHITECTURES = frozenset({
     "Qwen3_5MoeForCausalLM",
 })  # fmt: skip
 LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
-MODELLED_VISION = frozenset({"qwen3-vl", "siglip", "mllama", "clip", "moonvit"})  # towers counted from their shapes
+MODELLED_VISION = frozenset({"qwen3-vl", "qwen2.5-vl", "qwen2-vl", "siglip", "mllama", "clip", "moonvit"})  # towers counted from their shapes
 
 
 class HubFetcher(Protocol):
@@ -70,7 +70,7 @@ class VisionGeometry:
     """A vision tower as SGLang builds it: Qwen3-VL's blocks ("qwen3-vl"), or only what
     adjust_mem_fraction_for_vlm reads ("opaque": its parameters come from the index)."""
 
-    kind: str  # "qwen3-vl" | "siglip" | "mllama" | "clip" | "moonvit" | "opaque"
+    kind: str  # "qwen3-vl" | "qwen2.5-vl" | "qwen2-vl" | "siglip" | "mllama" | "clip" | "moonvit" | "opaque"
     depth: int = 0
     hidden_size: int = 0
     intermediate_size: int = 0
@@ -82,6 +82,7 @@ class VisionGeometry:
     num_position_embeddings: int = 0
     deepstack_layers: int = 0
     num_hidden_layers_attr: int | None = None  # what adjust_mem_fraction_for_vlm reads
+    hidden_size_attr: int | None = None  # the same, where vision_config.hidden_size is not the tower's width
     # Mllama's tower (models/mllama.py): a second ("global") encoder, tiles, aspect-ratio tables
     global_layers: int = 0
     max_num_tiles: int = 0
@@ -712,6 +713,39 @@ def _mllama_vision(vision_cfg: dict[str, Any], *, text_hidden: int) -> VisionGeo
     )
 
 
+def _qwen2_vl_vision(vision_cfg: dict[str, Any], *, model_type: str) -> VisionGeometry:
+    """Qwen2-VL's and Qwen2.5-VL's towers (sglang 0.5.9 models/qwen2_vl.py, models/qwen2_5_vl.py) at
+    transformers' Qwen2VLVisionConfig / Qwen2_5_VLVisionConfig defaults where the checkpoint gives none.
+    Qwen2.5-VL's gated MLP is allocated at intermediate_size rounded up to 8 (3420 -> 3424); Qwen2-VL's
+    is embed_dim x mlp_ratio, and its merger writes hidden_size (the text width)."""
+    if model_type == "qwen2_5_vl":
+        d = read_int(vision_cfg, "hidden_size", default=3584)
+        inter = (read_int(vision_cfg, "intermediate_size", default=3420) + 7) // 8 * 8
+        out = read_int(vision_cfg, "out_hidden_size", default=3584)
+        kind = "qwen2.5-vl"
+    else:
+        d = read_int(vision_cfg, "embed_dim", default=1280)
+        ratio = vision_cfg.get("mlp_ratio", 4)
+        inter = int(d * (ratio if isinstance(ratio, (int, float)) else 4))
+        out = read_int(vision_cfg, "hidden_size", default=3584)
+        kind = "qwen2-vl"
+    depth = read_int(vision_cfg, "depth", default=32)
+    return VisionGeometry(
+        kind=kind,
+        depth=depth,
+        hidden_size=d,
+        intermediate_size=inter,
+        out_hidden_size=out,
+        patch_size=read_int(vision_cfg, "patch_size", default=14),
+        temporal_patch_size=read_int(vision_cfg, "temporal_patch_size", default=2),
+        in_channels=read_int(vision_cfg, "in_channels", default=3),
+        spatial_merge_size=read_int(vision_cfg, "spatial_merge_size", default=2),
+        num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
+        # Qwen2-VL's vision_config.hidden_size is the merger's output (3584), which the mfs rule reads
+        hidden_size_attr=out if kind == "qwen2-vl" else None,
+    )
+
+
 def _moonvit(vision_cfg: dict[str, Any], *, text_hidden: int) -> VisionGeometry:
     """Kimi K2.5's MoonViT tower and patch-merger projector (sglang 0.5.9 models/kimi_k25.py,
     configs/kimi_k25.py). SGLang builds KimiK25VisionConfig from the checkpoint's vision_config, whose
@@ -757,6 +791,8 @@ def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int, feat
             deepstack_layers=_deepstack_layers(vision_cfg, model_type=model_type),
             num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
         )
+    if model_type in ("qwen2_5_vl", "qwen2_vl"):
+        return _qwen2_vl_vision(vision_cfg, model_type=model_type)
     if model_type == "mllama" or str(vision_cfg.get("model_type", "")) == "mllama_vision_model":
         return _mllama_vision(vision_cfg, text_hidden=text_hidden)
     if str(vision_cfg.get("model_type", "")) == "clip_vision_model" and model_type == "llava":
@@ -1168,6 +1204,24 @@ def _siglip_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
     return replicated + v.depth * block_sharded / tp, replicated + v.depth * block_sharded
 
 
+def _qwen2_vl_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
+    """Qwen2-VL / Qwen2.5-VL towers (sglang 0.5.9 models/qwen2_vl.py, models/qwen2_5_vl.py): the patch
+    Conv3d (no bias), VisionAttention's q/k/v (with biases) and projection, the MLP (Qwen2.5-VL's gated
+    gate_up/down, Qwen2-VL's fc1/fc2, with biases) and the merger's two linears TP-sharded; norms
+    (Qwen2.5-VL's RMSNorms, Qwen2-VL's LayerNorms), the row-parallel biases and the patch replicated."""
+    d, inter, out = v.hidden_size, v.intermediate_size, v.out_hidden_size
+    gated = v.kind == "qwen2.5-vl"
+    norm = d if gated else 2 * d
+    patch = v.in_channels * v.temporal_patch_size * v.patch_size**2 * d
+    mlp_up = (2 if gated else 1) * (d * inter + inter)
+    block_sharded = 3 * d * d + 3 * d + d * d + mlp_up + inter * d
+    block_replicated = 2 * norm + d + d  # the norms, proj's and the MLP's row-parallel biases
+    merged = d * v.spatial_merge_size**2
+    sharded = v.depth * block_sharded + merged * merged + merged + merged * out
+    replicated = patch + v.depth * block_replicated + norm + out
+    return replicated + sharded / tp, replicated + sharded
+
+
 def _moonvit_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
     """MoonViT + K2VLMultiModalProjector (sglang 0.5.9 models/kimi_k25.py): VisionAttention's q/k/v
     (with biases) and output projection are TP-sharded; its MLP (MLP2, plain nn.Linear with biases),
@@ -1228,6 +1282,8 @@ def vision_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
         return _clip_params(v, tp)
     if v.kind == "moonvit":
         return _moonvit_params(v, tp)
+    if v.kind in ("qwen2.5-vl", "qwen2-vl"):
+        return _qwen2_vl_params(v, tp)
     d, inter = v.hidden_size, v.intermediate_size
     patch = v.in_channels * v.temporal_patch_size * v.patch_size**2 * d + d
     pos = v.num_position_embeddings * d
