@@ -222,3 +222,20 @@ def test_deepseek_v4_routed_experts_are_mxfp4_beside_fp8_linears() -> None:
     mixed = weights_per_gpu_bytes(g, split, tp=8)
     assert as_fp8 - mixed == pytest.approx(routed * (g.quant.bytes_per_weight - 0.625), rel=1e-9)
     assert 115 < mixed / 2**30 < 125 and as_fp8 / 2**30 > 180
+
+
+def test_a_modelopt_mixed_precision_checkpoint_is_sized_per_module_kind() -> None:
+    """nvidia/Qwen3.6-35B-A3B-NVFP4 (tests/data/quantized/qwen3.6-35b-a3b-nvfp4-mixed): quant_algo
+    MIXED_PRECISION with a quantized_layers map (modelopt_quant.py ModelOptMixedPrecisionConfig, 0.5.11 on):
+    attention and Gated DeltaNet projections FP8, routed and shared experts and lm_head W4A16_NVFP4 (half a
+    byte and an FP8 scale per 16), embeddings, router, MTP and vision tower in bfloat16. It was read as an
+    unquantized checkpoint (65.6 GiB) before."""
+    info = inspect_model(str(QUANTIZED / "qwen3.6-35b-a3b-nvfp4-mixed"))
+    q = info.geometry.quant
+    assert q is not None and q.method == "modelopt_mixed"
+    assert (q.bytes_per_weight, q.routed_expert_bytes, q.lm_head_quantized) == (1.0, 0.5 + 1 / 16, True)
+    # config.json's own quantization_config wins over hf_quant_config.json (configs/model_config.py), and it
+    # names no KV cache format: --kv-cache-dtype auto serves the model dtype
+    assert q.kv_cache_quant_algo is None
+    unquantized = info.parameters * 2
+    assert 0.3 * unquantized < info.weight_bytes < 0.35 * unquantized

@@ -146,6 +146,41 @@ def _compressed_tensors(qc: dict[str, Any]) -> QuantScheme | None:
     return QuantScheme("compressed-tensors", label, bits, group, scale, zeros, block_shape if strategy == "block" else None)
 
 
+def _modelopt_mixed(qc: dict[str, Any], *, kv: str | None, source: str) -> QuantScheme | None:
+    """ModelOpt's MIXED_PRECISION checkpoints (modelopt_quant.py ModelOptMixedPrecisionConfig): one
+    quant_algo per module in quantized_layers, modules it does not name in the model dtype. Read as the
+    attention's and dense MLPs' format, the routed experts' own bytes where they differ, and whether
+    lm_head is quantized (in the experts' format, the usual NVFP4 one, it is then counted at the main
+    format's bytes: an over-count of up to half a byte per lm_head weight)."""
+    layers = qc.get("quantized_layers")
+    if not isinstance(layers, dict) or not layers:
+        return None
+
+    def algo_of(name: str) -> str:
+        entry = layers.get(name)
+        return str(entry.get("quant_algo") or "").upper() if isinstance(entry, dict) else ""
+
+    def bytes_of(algo: str, group: int) -> float:
+        return 0.5 + 1 / group if "FP4" in algo else 1.0
+
+    names = list(layers)
+    experts = next((n for n in names if n.endswith(".experts") or ".experts." in n), None)
+    main = next((n for n in names if ".self_attn." in n or ".linear_attn." in n or ".mlp." in n and n != experts), None)
+    if main is None:
+        return None
+    main_algo = algo_of(main)
+    group = _int(layers[main].get("group_size"), 16) if isinstance(layers[main], dict) else 16
+    expert_algo = algo_of(experts) if experts else main_algo
+    expert_group = _int(layers[experts].get("group_size"), 16) if experts and isinstance(layers[experts], dict) else 16
+    fp4 = "FP4" in main_algo
+    label = f"ModelOpt mixed precision: {main_algo or '?'}" + (f", routed experts {expert_algo}" if expert_algo != main_algo else "")
+    return QuantScheme(
+        "modelopt_mixed", label, 4 if fp4 else 8, group if fp4 else 0, 1.0 if fp4 else 0.0,
+        lm_head_quantized="lm_head" in layers, kv_cache_quant_algo=kv, source=source,
+        routed_expert_bytes=bytes_of(expert_algo, expert_group) if expert_algo != main_algo else None,
+    )
+
+
 def _modelopt(qc: dict[str, Any]) -> QuantScheme | None:
     algo = str(qc.get("quant_algo") or "").upper()
     kv = qc.get("kv_cache_quant_algo")
@@ -153,6 +188,8 @@ def _modelopt(qc: dict[str, Any]) -> QuantScheme | None:
     if kv is None and isinstance(scheme, dict) and scheme.get("type") == "float" and scheme.get("num_bits") == 8:
         kv = "FP8"  # the flat config.json form (modelopt_quant.py from_config)
     source = str(qc.get("_source") or "config.json")
+    if algo == "MIXED_PRECISION":
+        return _modelopt_mixed(qc, kv=str(kv) if kv else None, source=source)
     if "FP4" in algo:
         group = _int(qc.get("group_size"), 16)
         return QuantScheme("modelopt_fp4", f"ModelOpt NVFP4, group {group}", 4, group, 1.0,
