@@ -402,3 +402,11 @@ parameters (its index's total_size as public code quotes it: imgbuild search ind
     # the tower's attention, MLP and merger are split by TP; at TP 2 a GPU holds a little over half
     per_gpu, total = vision_params(qwen25.geometry.vision, 2)
     assert total / 2 < per_gpu < total * 0.51
+
+
+def test_the_first_qwen_counts_its_mlp_halves_and_qkv_bias_as_sglang_builds_them() -> None:
+    """Qwen/Qwen-72B (QWenLMHeadModel, model_type qwen): config.json's intermediate_size 49152 counts w1
+    and w2 together, SGLang builds each at 24576 (models/qwen.py QWenMLP(intermediate_size // 2)), and
+    c_attn has a bias. The shapes then give the checkpoint's index total_size, 144,575,840,256 bytes
+    (SOURCE.md cites it)."""
+    assert inspect_model(str(PLAN_MODELS / "qwen-72b")).weight_bytes == 144_575_840_256

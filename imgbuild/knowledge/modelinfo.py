@@ -861,7 +861,7 @@ def _attention_shapes(text: dict[str, Any], *, arch: str, model_type: str, hidde
         "v_head_dim": read_int(text, "v_head_dim", default=head_dim) if mla else head_dim,
         "attn_output_gate": bool(text.get("attn_output_gate", False)),
         "qk_norm": model_type.startswith(("qwen3", "qwen3_5")) or arch.startswith("Qwen3"),
-        "qkv_bias": model_type.startswith("qwen2") or bool(text.get("attention_bias", False)),
+        "qkv_bias": model_type.startswith("qwen2") or model_type == "qwen" or bool(text.get("attention_bias", False)),
         "mla": mla,
         "kv_lora_rank": read_int(text, "kv_lora_rank", default=0),
         "q_lora_rank": read_int(text, "q_lora_rank", default=0),
@@ -916,6 +916,8 @@ def read_geometry(
     layers = read_int(text, "num_hidden_layers", "n_layer", "num_layers", default=0)
     heads = read_int(text, "num_attention_heads", "n_head", default=0)
     intermediate = read_int(text, "intermediate_size", "ffn_hidden_size", default=4 * hidden) or 4 * hidden
+    if model_type == "qwen":
+        intermediate //= 2  # the first Qwen's config counts w1 and w2 together (models/qwen.py QWenMLP)
     dtype_name = config_dtype(config, text)
     vision = _vision_geometry(config.get("vision_config"), model_type=model_type, text_hidden=hidden,
                               feature_layer=config.get("vision_feature_layer"))
