@@ -492,7 +492,12 @@ def swa_pool_tokens(split: SwaSplit, rest_bytes: int, *, page_size: int, max_tot
         full = page(rest_bytes / (full_cost + split.ratio * swa_cost))
         if max_total_tokens is not None:
             full = min(full, page(max_total_tokens))
-    return full, page(full * split.ratio)
+    return full, swa_part_tokens(split, full, page_size)
+
+
+def swa_part_tokens(split: SwaSplit, full_tokens: int, page_size: int) -> int:
+    """The sliding-window part's tokens beside a full part of full_tokens, page-aligned."""
+    return int(full_tokens * split.ratio) // page_size * page_size
 
 
 @dataclass(frozen=True)
@@ -1843,7 +1848,7 @@ def _pool_sizes(
         # the full pool and the sliding-window pool (mem_cache/swa_memory_pool.py SWAKVPool), each
         # with page_size rows more; K and V are equal halves of each token's bytes here
         full = tokens if split.full_layers else 0
-        swa = int(full * split.ratio) // page_size * page_size if split.full_layers else tokens
+        swa = swa_part_tokens(split, full, page_size) if split.full_layers else tokens
         pool = ((full + page_size) * split.full_per_token * split.full_layers
                 + (swa + page_size) * split.swa_per_token * split.swa_layers) / GIB
         k_size = v_size = pool / 2

@@ -809,11 +809,10 @@ def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int, feat
         return VisionGeometry(kind="siglip", **fields, num_position_embeddings=side * side)
     if model_type == "kimi_k25":
         return _moonvit(vision_cfg, text_hidden=text_hidden)
-    layers, hidden = SGLANG_VISION_DEFAULTS.get(model_type, (0, 0))
     return VisionGeometry(
         kind="opaque",
-        hidden_size=read_int(vision_cfg, "hidden_size", default=hidden),
-        num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=layers) or None,
+        hidden_size=read_int(vision_cfg, "hidden_size", default=0),
+        num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
     )
 
 

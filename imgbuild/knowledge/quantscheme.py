@@ -165,7 +165,7 @@ def _modelopt_mixed(qc: dict[str, Any], *, kv: str | None, source: str) -> Quant
 
     names = list(layers)
     experts = next((n for n in names if n.endswith(".experts") or ".experts." in n), None)
-    main = next((n for n in names if ".self_attn." in n or ".linear_attn." in n or ".mlp." in n and n != experts), None)
+    main = next((n for n in names if n != experts and any(k in n for k in (".self_attn.", ".linear_attn.", ".mlp."))), None)
     if main is None:
         return None
     main_algo = algo_of(main)

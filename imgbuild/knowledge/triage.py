@@ -39,7 +39,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
 # Class names; the CLI and the certificate use these strings.
 NONE = "none"
@@ -1820,8 +1820,6 @@ def _as_printed(lines: list[str]) -> list[str]:
     return [ln[len(prefix):] for ln in lines] if prefix else lines
 
 
-
-
 def _dedent(lines: list[str]) -> list[str]:
     """The lines less the indent all of them share: a log pasted as an indented block (Markdown's code
     block, a forum's quote, a YAML value) reads as it was printed. Stops at the first line at column 0,
@@ -1888,13 +1886,11 @@ def _printed_lines(lines: Iterable[str]) -> list[str]:
     return kept
 
 
-def _second_readings(kept: list[str]) -> Iterator[list[str]]:
-    """Other readings of a log that shows no failure or none the catalog knows, each only where it
-    differs from the first: every line at the longest length joined to the next (a single line a
-    terminal cut once)."""
+def _second_reading(kept: list[str]) -> list[str] | None:
+    """Another reading of a log that shows no failure or none the catalog knows: every line at the
+    longest length joined to the next (a single line a terminal cut once); None where it joins none."""
     joined = _unwrap(kept, surely=False)
-    if len(joined) < len(kept):
-        yield joined
+    return joined if len(joined) < len(kept) else None
 
 
 def _read_log(kept: list[str]) -> _Log:
@@ -2075,15 +2071,15 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
     A child's death (the sigquit line) decides alone; otherwise the first of: a traceback
     whose exception matches a signature, a line matching one, a failure marker no
     signature matches, a lone "Killed". A log read as showing no failure, or one no signature
-    matches, is read again in other ways (_second_readings); the reading that finds most wins
+    matches, is read again (_second_reading); the reading that finds more wins
     (a known class, then a failure, then none), the first where they find as much."""
     kept = _printed_lines(lines)
     found = _diagnose_read(_read_log(kept))
-    if found.failure_class in (NONE, UNKNOWN):
-        for other in _second_readings(kept):
-            again = _diagnose_read(_read_log(other))
-            if _weight(again) > _weight(found):
-                found = again
+    other = _second_reading(kept) if found.failure_class in (NONE, UNKNOWN) else None
+    if other is not None:
+        again = _diagnose_read(_read_log(other))
+        if _weight(again) > _weight(found):
+            found = again
     return found
 
 
