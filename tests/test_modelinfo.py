@@ -410,3 +410,31 @@ def test_the_first_qwen_counts_its_mlp_halves_and_qkv_bias_as_sglang_builds_them
     c_attn has a bias. The shapes then give the checkpoint's index total_size, 144,575,840,256 bytes
     (SOURCE.md cites it)."""
     assert inspect_model(str(PLAN_MODELS / "qwen-72b")).weight_bytes == 144_575_840_256
+
+
+def test_nemotron_h_is_counted_block_by_block_as_its_pattern_says() -> None:
+    """nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 (plan_logs/models/.../SOURCE.md): 23 Mamba2, 23 MoE and
+    6 attention layers, one block and one norm each, relu2 experts without a gate. llama.cpp counts
+    the checkpoint at 31,577,940,288 parameters; read as a dense-every-layer model it was ~3x that."""
+    from imgbuild.knowledge.memory import mamba_state
+
+    info = inspect_model(str(PLAN_MODELS / "nemotron-3-nano-30b-a3b"))
+    g = info.geometry
+    assert (g.full_attention_layers, g.linear_attention_layers, g.moe_layers, g.dense_layers) == (6, 23, 23, 0)
+    assert g.kv_layers == 6 and g.linear_kind == "mamba2"
+    assert info.parameters == 31_577_940_288
+    assert info.parameter_breakdown["mlp"] == 0
+    assert info.parameter_breakdown["shared_experts"] == 23 * 2 * 2688 * 3712
+    # configs/mamba_utils.py Mamba2StateShape at TP 2: conv (4096 + 2*8*128) / 2 x (4 - 1) in bf16,
+    # temporal 64 / 2 heads x 64 x 128 in float32, over the 23 Mamba layers
+    state = mamba_state(g, attn_tp=2)
+    assert (state.conv_bytes, state.ssm_bytes) == (23 * 3072 * 3 * 2, 23 * 32 * 64 * 128 * 4)
+
+
+def test_nemotron_h_layers_block_type_reads_like_the_pattern() -> None:
+    """configs/nemotron_h.py takes layers_block_type (names) before hybrid_override_pattern (letters)."""
+    cfg = json.loads((PLAN_MODELS / "nemotron-3-nano-30b-a3b" / "config.json").read_text())
+    names = {"M": "mamba", "E": "moe", "*": "attention", "-": "mlp"}
+    listed = {k: v for k, v in cfg.items() if k != "hybrid_override_pattern"}
+    listed["layers_block_type"] = [names[c] for c in cfg["hybrid_override_pattern"]]
+    assert read_geometry(listed) == read_geometry(cfg)

@@ -39,7 +39,7 @@ from imgbuild.knowledge.modelinfo import (
     ModelGeometry,
     VisionGeometry,
     attention_params,
-    gdn_params,
+    linear_attention_params,
     mlp_params,
     mtp_layer_params,
     routed_expert_params,
@@ -178,15 +178,15 @@ def _target_params(
 
     # with --enable-dp-attention the attention layers run at attention-TP (tp / dp): replicated wider
     attn_gpu, attn_total = attention_params(g, attn_tp)
-    gdn_gpu, gdn_total = gdn_params(g, attn_tp) if g.hybrid else (0.0, 0)
+    gdn_gpu, gdn_total = linear_attention_params(g, attn_tp) if g.hybrid else (0.0, 0)
     dense_gpu, dense_total = mlp_params(g, tp, moe=False)
     moe_gpu, moe_total = mlp_params(g, tp, moe=True) if g.num_experts else (0.0, 0)
-    norms = 2 * h
+    norms = g.norms_per_layer * h
 
     layers_gpu = 0.0
     layers_total = 0
     n_moe = g.moe_layers
-    n_dense = g.num_layers - n_moe
+    n_dense = g.dense_layers
     layers_gpu += g.full_attention_layers * attn_gpu + g.linear_attention_layers * gdn_gpu
     layers_total += g.full_attention_layers * attn_total + g.linear_attention_layers * gdn_total
     layers_gpu += n_dense * dense_gpu + n_moe * moe_gpu + g.num_layers * norms

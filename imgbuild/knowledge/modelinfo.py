@@ -3,7 +3,7 @@
 The one reader of config.json and the one parameter counter: read_geometry turns the
 config into a ModelGeometry, describe_model wraps it with the index's evidence into a
 ModelInfo, and the planner (imgbuild.knowledge.memory) takes ModelInfo.geometry, never
-the raw config. The block counters (attention_params, gdn_params, mlp_params,
+the raw config. The block counters (attention_params, linear_attention_params, mlp_params,
 mtp_layer_params, vision_params) return per-GPU and total parameters, so inspect's
 count and the planner's weights cannot drift apart.
 
@@ -112,7 +112,9 @@ class ModelGeometry:
     attn_output_gate: bool = False
     qk_norm: bool = False
     qkv_bias: bool = False
-    # hybrid linear attention (Gated DeltaNet)
+    # hybrid linear attention: Gated DeltaNet, or NemotronH's Mamba2 mixer read into the same fields
+    # (key heads = n_groups, key head dim = ssm_state_size, value heads = mamba_num_heads, value head
+    # dim = mamba_head_dim: configs/mamba_utils.py Mamba2StateShape sizes both states alike)
     full_attention_layers: int = 0
     linear_attention_layers: int = 0
     linear_num_key_heads: int = 0
@@ -120,6 +122,13 @@ class ModelGeometry:
     linear_key_head_dim: int = 0
     linear_value_head_dim: int = 0
     linear_conv_kernel_dim: int = 4
+    linear_kind: str = "gated_deltanet"  # or "mamba2"
+    # NemotronH's layers are one block each (a mixer or an MLP, one norm): the dense MLP layers
+    # counted apart (None: every layer that is not MoE), norms per layer, and its MLPs and experts
+    # as up / down without a gate (models/nemotron_h.py NemotronHMLP, is_gated=False)
+    dense_mlp_layers: int | None = None
+    norms_per_layer: int = 2
+    mlp_matrices: int = 3
     mamba_ssm_dtype: str | None = None
     # MLA
     mla: bool = False  # SGLang builds MLA attention (DeepSeek / Kimi): the latent KV cache
@@ -163,6 +172,11 @@ class ModelGeometry:
     @property
     def kv_layers(self) -> int:
         return self.full_attention_layers if self.hybrid else self.num_layers
+
+    @property
+    def dense_layers(self) -> int:
+        """Decoder layers with a dense MLP."""
+        return self.num_layers - self.moe_layers if self.dense_mlp_layers is None else self.dense_mlp_layers
 
 
 @dataclass(frozen=True)
@@ -606,6 +620,9 @@ def attention_layer_counts(text: dict[str, Any], layers: int, *, architecture: s
     known architecture, or linear-attention shapes in the config), layer i is full
     attention when (i + 1) % full_attention_interval == 0 (models/qwen3_next.py).
     """
+    pattern = block_pattern(text)
+    if pattern is not None:
+        return pattern[:layers].count(NEMOTRON_H_ATTENTION), pattern[:layers].count(NEMOTRON_H_MAMBA)
     layer_types = text.get("layer_types")
     if isinstance(layer_types, list) and any(t in LINEAR_LAYER_TYPES for t in layer_types):
         linear = sum(1 for t in layer_types[:layers] if t in LINEAR_LAYER_TYPES)
@@ -616,6 +633,45 @@ def attention_layer_counts(text: dict[str, Any], layers: int, *, architecture: s
         full = sum(1 for i in range(layers) if (i + 1) % interval == 0)
         return full, layers - full
     return layers, 0
+
+
+# NemotronH (sglang/srt/configs/nemotron_h.py, 0.5.11): each layer is one block, its kind a letter of
+# hybrid_override_pattern, or a name in layers_block_type (the newer spelling, which wins)
+NEMOTRON_H_MAMBA, NEMOTRON_H_ATTENTION, NEMOTRON_H_MLP, NEMOTRON_H_MOE = "M", "*", "-", "E"
+_NEMOTRON_H_BLOCK_NAMES = {"mamba": NEMOTRON_H_MAMBA, "attention": NEMOTRON_H_ATTENTION, "mlp": NEMOTRON_H_MLP,
+                           "moe": NEMOTRON_H_MOE}
+# NemotronHConfig.__init__'s defaults for the Mamba2 mixer (mamba_num_heads, mamba_head_dim,
+# ssm_state_size, n_groups, conv kernel), which transformers' defaults table does not carry
+_NEMOTRON_H_MAMBA_DEFAULTS = (128, 64, 128, 8, 4)
+
+
+def block_pattern(text: dict[str, Any]) -> str | None:
+    """A NemotronH config's layer kinds as pattern letters; None for every other model."""
+    kinds = text.get("layers_block_type")
+    if isinstance(kinds, list) and all(k in _NEMOTRON_H_BLOCK_NAMES for k in kinds):
+        return "".join(_NEMOTRON_H_BLOCK_NAMES[k] for k in kinds)
+    pattern = text.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and pattern and set(pattern) <= set(_NEMOTRON_H_BLOCK_NAMES.values()):
+        return pattern
+    return None
+
+
+def _mamba2_shapes(text: dict[str, Any], pattern: str, layers: int) -> dict[str, Any]:
+    """NemotronH's Mamba2 mixer in the linear-attention fields, and its one-block layers
+    (models/nemotron_h.py: NemotronHMambaDecoderLayer's MambaMixer2, NemotronHMLP)."""
+    heads, head_dim, state, groups, kernel = _NEMOTRON_H_MAMBA_DEFAULTS
+    return {
+        "linear_kind": "mamba2",
+        "linear_num_key_heads": read_int(text, "n_groups", "mamba_n_groups", default=groups),
+        "linear_key_head_dim": read_int(text, "ssm_state_size", default=state),
+        "linear_num_value_heads": read_int(text, "mamba_num_heads", default=heads),
+        "linear_value_head_dim": read_int(text, "mamba_head_dim", default=head_dim),
+        "linear_conv_kernel_dim": read_int(text, "conv_kernel", "mamba_d_conv", default=kernel),
+        "moe_layers": pattern[:layers].count(NEMOTRON_H_MOE) if expert_count(text) else 0,
+        "dense_mlp_layers": pattern[:layers].count(NEMOTRON_H_MLP),
+        "norms_per_layer": 1,
+        "mlp_matrices": 2,
+    }
 
 
 def mtp_layer_count(text: dict[str, Any]) -> int:
@@ -633,8 +689,9 @@ def shared_expert_intermediate(text: dict[str, Any], moe_intermediate: int) -> i
     n_shared_experts x moe_intermediate_size (DeepSeek)."""
     shared = read_int(text, "shared_expert_intermediate_size", default=0)
     n_shared = read_int(text, "n_shared_experts", default=0)
+    per_shared = read_int(text, "moe_shared_expert_intermediate_size", default=0)  # NemotronH
     if n_shared and not shared:
-        shared = n_shared * moe_intermediate
+        shared = n_shared * (per_shared or moe_intermediate)
     return shared
 
 
@@ -877,6 +934,7 @@ def _layer_shapes(text: dict[str, Any], *, arch: str, layers: int, intermediate:
     experts = expert_count(text)
     moe_inter = read_int(text, "moe_intermediate_size", default=intermediate)
     mtp = mtp_layer_count(text)
+    pattern = block_pattern(text)
     return {
         "full_attention_layers": full_layers,
         "linear_attention_layers": linear_layers,
@@ -892,6 +950,7 @@ def _layer_shapes(text: dict[str, Any], *, arch: str, layers: int, intermediate:
         "moe_layers": moe_layer_count(text, layers),
         "mtp_layers": mtp,
         "mtp_has_own_embeddings": arch.startswith("Deepseek") and mtp > 0,
+        **(_mamba2_shapes(text, pattern, layers) if pattern is not None else {}),
     }
 
 
@@ -1137,12 +1196,21 @@ def attention_params(g: ModelGeometry, tp: int) -> tuple[float, int]:
     return per_gpu, total
 
 
-def gdn_params(g: ModelGeometry, tp: int) -> tuple[float, int]:
-    """One Gated DeltaNet block (models/qwen3_5.py Qwen3_5GatedDeltaNet, qwen3_next.py)."""
+def linear_attention_params(g: ModelGeometry, tp: int) -> tuple[float, int]:
+    """One linear-attention block: Gated DeltaNet (models/qwen3_5.py Qwen3_5GatedDeltaNet,
+    qwen3_next.py), or NemotronH's Mamba2 mixer (models/nemotron_h.py, layers/attention/mamba/
+    mamba.py MambaMixer2: in_proj to x, z, B, C and dt, a biased conv1d, A, D, dt_bias, a gated
+    RMSNorm over the whole inner width, out_proj; all of it sharded by heads)."""
     h = g.hidden_size
     key_dim = g.linear_num_key_heads * g.linear_key_head_dim
     value_dim = g.linear_num_value_heads * g.linear_value_head_dim
     conv_dim = 2 * key_dim + value_dim
+    if g.linear_kind == "mamba2":
+        sharded = h * (conv_dim + value_dim + g.linear_num_value_heads)  # in_proj x B C, z, dt
+        sharded += conv_dim * (g.linear_conv_kernel_dim + 1)  # conv1d weight and bias
+        sharded += 3 * g.linear_num_value_heads + value_dim  # A_log, D, dt_bias; the norm
+        sharded += value_dim * h  # out_proj
+        return sharded / tp, sharded
     sharded = h * (conv_dim + value_dim + 2 * g.linear_num_value_heads)  # in_proj qkv, z, b, a
     sharded += conv_dim * g.linear_conv_kernel_dim  # conv1d
     sharded += 2 * g.linear_num_value_heads  # dt_bias, A_log
@@ -1154,12 +1222,12 @@ def gdn_params(g: ModelGeometry, tp: int) -> tuple[float, int]:
 def _moe_parts(g: ModelGeometry) -> tuple[int, int, int]:
     """(routed experts, shared experts, replicated: router + shared-expert gate + score bias) of one MoE layer."""
     h = g.hidden_size
-    experts = g.num_experts * 3 * h * g.moe_intermediate_size
-    shared = 3 * h * g.shared_expert_intermediate_size
+    experts = g.num_experts * g.mlp_matrices * h * g.moe_intermediate_size
+    shared = g.mlp_matrices * h * g.shared_expert_intermediate_size
     replicated = h * g.num_experts  # router
     if g.shared_expert_intermediate_size and g.model_type.startswith("qwen"):
         replicated += h  # shared_expert_gate
-    if g.architecture.startswith("Deepseek"):
+    if g.architecture.startswith(("Deepseek", "NemotronH")):
         replicated += g.num_experts  # e_score_correction_bias
     return experts, shared, replicated
 
@@ -1172,7 +1240,7 @@ def routed_expert_params(g: ModelGeometry) -> int:
 def mlp_params(g: ModelGeometry, tp: int, *, moe: bool) -> tuple[float, int]:
     """One decoder layer's MLP: dense (gate, up, down), or MoE (experts, shared experts, router)."""
     if not moe:
-        total = 3 * g.hidden_size * g.intermediate_size
+        total = g.mlp_matrices * g.hidden_size * g.intermediate_size
         return total / tp, total
     experts, shared, replicated = _moe_parts(g)
     return replicated + (experts + shared) / tp, replicated + experts + shared
@@ -1320,12 +1388,12 @@ def parameter_breakdown(g: ModelGeometry) -> dict[str, int]:
         "embed": g.vocab_size * h,
         "lm_head": 0 if g.tie_word_embeddings else g.vocab_size * h,
         "attention": g.full_attention_layers * attention_params(g, 1)[1],
-        "linear_attention": g.linear_attention_layers * gdn_params(g, 1)[1] if g.hybrid else 0,
-        "mlp": (g.num_layers - g.moe_layers) * mlp_params(g, 1, moe=False)[1],
+        "linear_attention": g.linear_attention_layers * linear_attention_params(g, 1)[1] if g.hybrid else 0,
+        "mlp": g.dense_layers * mlp_params(g, 1, moe=False)[1],
         "experts": g.moe_layers * moe_experts,
         "shared_experts": g.moe_layers * (moe_shared + shared_gate),
         "router": g.moe_layers * (moe_replicated - shared_gate),
-        "norms": g.num_layers * 2 * h + h,
+        "norms": g.num_layers * g.norms_per_layer * h + h,
         "mtp": g.mtp_layers * mtp_layer_params(g, 1)[1],
         "vision": vision,
     }
