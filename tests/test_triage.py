@@ -471,6 +471,9 @@ PASTES = {
     "Markdown fence": lambda lines: ["```text", *lines, "```"],
     # a log held in one string: a JSON field (an API's error body, a k8s event), an exception's repr
     "a JSON string": lambda lines: [json.dumps({"error": "\n".join(lines)})],
+    # a viewer's line numbers copied with the lines: `cat -n`, an editor's or a CI page's gutter
+    "cat -n": lambda lines: [f"{i:6d}\t{ln}" for i, ln in enumerate(lines, 1)],
+    "numbered gutter": lambda lines: [f"{i:>4} | {ln}" for i, ln in enumerate(lines, 1)],
 }
 LINE_PASTES = {
     "ray worker": lambda ln: f"(RayWorkerWrapper pid=12345, ip=10.0.0.2) {ln}",
@@ -1179,3 +1182,16 @@ def test_a_missing_optional_module_explains_a_failure_only_when_a_loader_says_it
              "NotImplementedError: Sharded Llama requires Flash Attention enabled models."]
     assert diagnose_log(lines).failure_class == "import-failed"
     assert diagnose_log(["WARNING: No module named 'flash_attn'; using the triton backend"]).failure_class == "none"
+
+
+# A traceback pasted with its newlines lost (a web form, a chat): one line, its records joined by spaces.
+# Of the 684 tuned logs so flattened, 34 change class: 16 are logs read line by line (NCCL's INFO/WARN
+# records, a lone "Killed"), the rest a Rust CLI's usage text, compiler output and the like.
+@pytest.mark.parametrize("name", ["cuda-oom.sglang-5576.txt", "unknown.sglang-6888.txt",
+                                  "unsupported-architecture.jetmoe-4.txt", "import-failed.sglang-9173.txt"])
+def test_a_traceback_pasted_on_one_line_keeps_its_class(name):
+    expect, lines = corpus_case(LOGS / "public" / name)
+    flattened = " ".join(ln.strip() for ln in lines if ln.strip())
+    found = diagnose_log([flattened])
+    assert found.failure_class == expect
+    assert diagnose_log(lines).cause.split()[0] in found.cause

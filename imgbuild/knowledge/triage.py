@@ -1761,6 +1761,8 @@ _JSON_TEXT_KEYS = ("log", "textPayload", "message", "msg", "error", "detail")
 # NAME-HASH-XXXXX (five lower-case letters or digits), a StatefulSet's NAME-N
 _STERN = re.compile(r"^[a-z0-9][a-z0-9.-]*-(?:[a-z0-9]{5}|\d{1,4}) [a-z0-9][a-z0-9-]{0,62} ")
 _SRUN_LABEL = re.compile(r"^\s{0,3}\d{1,5}: ")
+# a viewer's line numbers copied with the log: `cat -n` ("     7\t"), an editor's or a CI page's gutter ("  7 | ")
+_LINE_NUMBER = re.compile(r"^\s*(\d{1,7})(?:\t| ?[|\u2502] ?| {2,}|$)")
 
 
 def _json_record_text(line: str) -> list[str] | None:
@@ -1817,7 +1819,22 @@ def _as_printed(lines: list[str]) -> list[str]:
     if any("\x1b" in ln for ln in lines[:50]):  # stern colours its prefix
         lines = [_ANSI.sub("", ln) if "\x1b" in ln else ln for ln in lines]
     prefix = _shipper_prefix(lines)
-    return [ln[len(prefix):] for ln in lines] if prefix else lines
+    return _without_line_numbers([ln[len(prefix):] for ln in lines] if prefix else lines)
+
+
+def _without_line_numbers(lines: list[str]) -> list[str]:
+    """The lines less the numbers a viewer printed before them: where every line, blank ones
+    included, begins with one and each is the one before plus one (three lines at least, or
+    numbered from 1)."""
+    cut: list[str] = []
+    number = None if len(lines) >= 3 else 0
+    for ln in lines:
+        m = _LINE_NUMBER.match(ln)
+        if m is None or (number is not None and int(m.group(1)) != number + 1):
+            return lines
+        number = int(m.group(1))
+        cut.append(ln[m.end():])
+    return cut
 
 
 def _dedent(lines: list[str]) -> list[str]:
@@ -1883,14 +1900,38 @@ def _printed_lines(lines: Iterable[str]) -> list[str]:
     kept = _unwrap(_dedent(_as_printed([ln.rstrip("\r\n") for ln in lines])))
     if any("\\n" in ln for ln in kept):
         kept = _dedent([part for ln in kept for part in _escaped_lines(ln)])
+    if any(len(ln) >= _FLATTENED_MIN and _FLATTENED_HEADER.search(ln) for ln in kept):
+        kept = _flattened_split(kept, sure=True)
     return kept
+
+
+# where a traceback pasted as one line (its newlines lost to a web form or a chat) began its lines
+_FLATTENED_BREAK = re.compile(
+    r" (?=Traceback \(most recent call last\):|File \"[^\"]+\", line \d"
+    r"|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt): |\[\d{4}-\d\d-\d\d[ T]\d)")
+_FLATTENED_MIN = 200  # a line shorter than this holds one record, not a pasted log
+# a traceback's header and its first frame on one line: only a log that lost its newlines prints so
+_FLATTENED_HEADER = re.compile(r"Traceback \(most recent call last\): +File \"")
+
+
+def _flattened_split(lines: list[str], *, sure: bool) -> list[str]:
+    """Each long line that holds a traceback split where its lines began (a log pasted with its
+    newlines lost): where it shows the header and first frame on one line, or, not ``sure``, anywhere."""
+    return [part for ln in lines
+            for part in (_FLATTENED_BREAK.split(ln)
+                         if len(ln) >= _FLATTENED_MIN and (not sure or _FLATTENED_HEADER.search(ln)) else (ln,))]
 
 
 def _second_reading(kept: list[str]) -> list[str] | None:
     """Another reading of a log that shows no failure or none the catalog knows: every line at the
-    longest length joined to the next (a single line a terminal cut once); None where it joins none."""
+    longest length joined to the next (a single line a terminal cut once); else each long line split
+    where a traceback's lines, an exception or a timestamped record would begin (a log pasted with
+    its newlines lost); None where neither changes the lines."""
     joined = _unwrap(kept, surely=False)
-    return joined if len(joined) < len(kept) else None
+    if len(joined) < len(kept):
+        return joined
+    split = _flattened_split(kept, sure=False)
+    return split if len(split) > len(kept) else None
 
 
 def _read_log(kept: list[str]) -> _Log:
@@ -2070,12 +2111,12 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
 
     A child's death (the sigquit line) decides alone; otherwise the first of: a traceback
     whose exception matches a signature, a line matching one, a failure marker no
-    signature matches, a lone "Killed". A log read as showing no failure, or one no signature
-    matches, is read again (_second_reading); the reading that finds more wins
-    (a known class, then a failure, then none), the first where they find as much."""
+    signature matches, a lone "Killed". A log read as showing no failure, one no signature matches,
+    or only a child's death, is read again (_second_reading); the reading that finds more wins (a
+    known class, then a failure, then a child's death, then none), the first where they find as much."""
     kept = _printed_lines(lines)
     found = _diagnose_read(_read_log(kept))
-    other = _second_reading(kept) if found.failure_class in (NONE, UNKNOWN) else None
+    other = _second_reading(kept) if found.failure_class in (NONE, UNKNOWN, CHILD_FAILED) else None
     if other is not None:
         again = _diagnose_read(_read_log(other))
         if _weight(again) > _weight(found):
@@ -2084,8 +2125,9 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
 
 
 def _weight(d: Diagnosis) -> int:
-    """How much a reading found: a known class, more than a failure no signature matches, more than none."""
-    return {NONE: 0, UNKNOWN: 1}.get(d.failure_class, 2)
+    """How much a reading found: a known cause, more than a failure no signature matches, more than a
+    child's death with no cause of its own, more than none."""
+    return {NONE: 0, CHILD_FAILED: 1, UNKNOWN: 2}.get(d.failure_class, 3)
 
 
 def _diagnose_read(log: _Log) -> Diagnosis:
