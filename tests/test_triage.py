@@ -447,10 +447,15 @@ def test_triage_imports_no_adapter_library():
 # 152 of 175. Of the 11 collected after those (10 tuned, 1 held out: Ascend NPU out-of-memory and HCCL
 # lines, vLLM's negative KV cache memory, a kubelet's liveness kill, SGLang's cut "other ranks" text),
 # the tuned part read 4 of 10 as first seen and was fixed from those logs alone; the held-out one was
-# right as first seen: 153 of 176.
+# right as first seen: 153 of 176. Line numbers and flattened tracebacks read (from the tuned logs pasted
+# those ways) left it at 153. Of the 27 collected after that (SGLang, xinference, gpustack, LMCache,
+# KServe, SkyRL, slime threads; 18 tuned, 9 held out), the tuned part read 14 of 18 and the new held-out
+# logs 8 of 9 as first seen; the tuned misses were fixed from those logs alone (a retyped sm75 refusal,
+# aiter's unknown gfx target, Megatron's world-size check, KServe's "Failed to start model server"):
+# 161 of 185.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 153 of 176 (0.869); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 161 of 185 (0.870); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

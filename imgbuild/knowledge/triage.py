@@ -461,7 +461,10 @@ CATALOG: tuple[Signature, ...] = (
             r"cudaErrorInvalidDeviceFunction|hipErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu",
             r"Unable to find code object for all current devices",
             r"CUBLAS_STATUS_ARCH_MISMATCH",  # cuBLAS has no kernel for this GPU's architecture
-            r"SGLang only supports sm75 and above",  # model_executor/model_runner.py
+            # model_executor/model_runner.py (as printed, and as users retype it: "SGlang ... sm 75")
+            r"S[Gg][Ll]ang only supports sm ?75 and +above",
+            # AMD's aiter (chip_info.py) on a gfx target it has no kernels for
+            r"Unknown GPU architecture: gfx\w+",
             # flash-attn's own refusal of a GPU older than its kernels (flash_api.cpp)
             r"FlashAttention only supports Ampere GPUs or newer",
             # TensorRT-LLM's kernel runners on a GPU they have no kernels for (fmhaRunner.cpp on a V100)
@@ -732,6 +735,10 @@ CATALOG: tuple[Signature, ...] = (
             r"Unknown quantization method: ",
             r"does not match the quantization method specified in the `quantization` argument",
             r"world_size \(\d+\) is not equal to tensor_model_parallel_size",
+            # Megatron's initialize_model_parallel (the trainer side of an RL framework): the parallel
+            # sizes asked for do not divide the GPUs given ("world_size (8) is not divisible by
+            # expert_tensor_model_pipeline_parallel size (16)")
+            r"world_size \(\d+\) is not divisible by [\w ]{1,80}\(\d+\)",
             # transformers' HfArgumentParser (the CLIs of LlamaFactory, TRL, OpenRLHF scripts): an unknown flag or key
             r"Some (?:specified arguments|keys) are not used by the HfArgumentParser",
             r"ValueError: remaining_argv: \[",  # ms-swift's parser (swift/utils/argument.py): arguments it does not take
@@ -1199,7 +1206,10 @@ _CHILD_REPORT = re.compile(
 )
 # a server's own line that loading the model failed, with no exception of its own (llama.cpp's
 # loaders, LocalAI): a failure without a traceback
-_FAILED_LOAD = re.compile(r"\b[Ff]ailed (?:to load|loading) (?:the )?model\b|\bLoading the model failed\b")
+_FAILED_LOAD = re.compile(r"\b[Ff]ailed (?:to load|loading) (?:the )?model\b|\bLoading the model failed\b"
+                          # a serving front end's last word on a server that never came up (KServe's
+                          # "Failed to start model server: integer division or modulo by zero")
+                          r"|\b[Ff]ailed to (?:start|launch) (?:the )?(?:model |inference |API |HTTP )?server\b")
 # urllib3's debug line for a request sent through an HTTP proxy names the absolute URL: the server's
 # own address asked through a proxy (SGLang's warm-up and get_model_info, when http_proxy is set and
 # no_proxy does not list it), answered by the proxy with an error status
