@@ -742,6 +742,22 @@ EXCERPT_LINES = [
     ("worded-flag", ["SystemExit: unknown argument --foo for the serve command"], "flags-refused"),
     ("vllm-engine-core-died", ["ERROR 01-29 08:37:48 [core_client.py:564] Engine core proc EngineCore_DP1 died "
                                "unexpectedly, shutting down client."], "child-failed"),
+    # torch/cuda/__init__.py _lazy_init's assert when the runtime's device count and torch's disagree
+    ("torch-device-count-assert", ['RuntimeError: torch._C._cuda_getDeviceCount() > 0 INTERNAL ASSERT FAILED at '
+                                   '"/pytorch/aten/src/ATen/cuda/CUDAContext.cpp":50'], "no-gpu-visible"),
+    # the kubelet's event for a container that keeps exiting: a parent's report, no cause of its own
+    ("kubelet-back-off", ["  Warning  BackOff  3m (x20 over 8m)  kubelet  Back-off restarting failed container "
+                          "sglang in pod sglang-0_default(1234)"], "child-failed"),
+    # a tool's own failure line, no catalog class: a failure, not a healthy log
+    ("pip-no-distribution", ["ERROR: No matching distribution found for flashinfer-python==0.9.9"], "unknown"),
+    ("pip-resolver-note-is-no-failure",
+     ["ERROR: pip's dependency resolver does not currently take into account all the packages that are installed."],
+     "none"),
+    ("docker-build-failed", ['ERROR: failed to solve: process "/bin/sh -c pip install sglang" did not complete '
+                             "successfully: exit code: 1"], "unknown"),
+    ("container-toolkit-mount-error", ["nvidia-container-cli: mount error: file creation failed: "
+                                       "/var/lib/docker/overlay2/x/merged/usr/bin/nvidia-smi: file exists: unknown"],
+     "unknown"),
 ]
 
 

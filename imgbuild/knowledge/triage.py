@@ -826,6 +826,9 @@ _NO_GPU = Signature(
         r"No HIP GPUs are available",  # the same check (torch/cuda/__init__.py) in torch's ROCm build
         # torch's lazy CUDA init (torch/cuda/__init__.py) asked for a device index CUDA_VISIBLE_DEVICES hides
         r"device >= 0 && device < num_gpus INTERNAL ASSERT FAILED",
+        # the same init finding no device after the CUDA runtime said there was one (a container that
+        # lost its device nodes, a driver that failed under a forked process)
+        r"torch\._C\._cuda_getDeviceCount\(\) > 0 INTERNAL ASSERT FAILED",
         # torch/serialization.py: a checkpoint saved from a GPU, loaded where torch sees none
         r"Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\) is False",
         # nvidia-smi's own text when the kernel module is not loaded (or not reachable in the container)
@@ -1196,6 +1199,8 @@ _CHILD_REPORT = re.compile(
     r"|The actor died unexpectedly before finishing this task|The actor is dead because its worker process has died"
     # Ray's worker.py for a task's worker that died (its text lists OOM kill, ray stop, a crash as causes)
     r"|A worker died or was killed while executing a task by an unexpected system error"
+    # the kubelet restarting a container that exited (its event, and kubectl describe's line)
+    r"|\bBack-off restarting failed container\b"
     # RunPod's serverless host when the worker's process ended
     r"|\bworker exited with exit code [1-9]\d*"
     # torchrun's error record of a rank ended by a signal (elastic/multiprocessing/errors), as the
@@ -1271,6 +1276,10 @@ _CPP_EXCEPTION = re.compile(r"^Exception raised from \w+ at ")
 # a server's own line that something failed with a Python exception ("Failed to initialize Python stub:
 # TypeError: ...", "failed to load 'm' version 1: Internal: TypeError: ...", quoted as glog quotes it):
 # a failure without a traceback
+# a tool's own line for a failure that ends it: pip's and docker build's "ERROR: ", the docker daemon's
+# refusal, the NVIDIA container toolkit's hook (pip's note on its resolver is advice, not a failure)
+_STATED_ERROR = re.compile(r"^(?:ERROR|Error): +(?!pip's dependency resolver)\S|\bError response from daemon: "
+                           r"|\bpull access denied for \S|^nvidia-container-cli: [\w ]{1,40} error: ")
 _FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?\"?[Ff]ailed to [^:]{1,120}: (?:\w+: )?\w*(?:Error|Exception): ")
 # a process that crashed in native code: the shell's report, Python's faulthandler
 _CRASH = re.compile(r"\b[Ss]egmentation fault\b"
@@ -2237,7 +2246,7 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
         (" hit an exception" in m and _HIT_EXCEPTION.search(m))
         or (_TRACEBACK.search(m) and not _LOGGED_LEVEL.search(lines[i])) or _EXCEPTION.match(m)
         or _CPP_EXCEPTION.match(m) or _CHILD_REPORT.search(m) or _FAILED_WITH.match(m) or _CRASH.search(m)
-        or _FAILED_LOAD.search(m) or _PROXIED_SELF.search(m) or _BAD_CALL.match(m))), None)
+        or _FAILED_LOAD.search(m) or _PROXIED_SELF.search(m) or _BAD_CALL.match(m) or _STATED_ERROR.search(m))), None)
     starts = [tb.start for tb in log.tracebacks]
     if starts and (marker is None or starts[0] < marker):
         marker = starts[0]
