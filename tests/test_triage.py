@@ -755,6 +755,12 @@ EXCERPT_LINES = [
      "none"),
     ("docker-build-failed", ['ERROR: failed to solve: process "/bin/sh -c pip install sglang" did not complete '
                              "successfully: exit code: 1"], "unknown"),
+    ("sgl-kernel-fa3-below-hopper",
+     ["NotImplementedError: flash_attn at sgl-kernel is only supported on sm90 and above"], "no-kernel-image"),
+    ("deepgemm-hopper-only", ["RuntimeError: DeepGEMM only supports Hopper (SM90) architectures, but current device "
+                              "compute capability is 86."], "no-kernel-image"),
+    ("worded-kernel-limit", ["RuntimeError: the fused MoE kernel requires SM90"], "no-kernel-image"),
+    ("triton-cuda-invalid-argument-is-no-flag", ["RuntimeError: Triton Error [CUDA]: invalid argument"], "unknown"),
     ("container-toolkit-mount-error", ["nvidia-container-cli: mount error: file creation failed: "
                                        "/var/lib/docker/overlay2/x/merged/usr/bin/nvidia-smi: file exists: unknown"],
      "unknown"),

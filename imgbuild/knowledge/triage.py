@@ -467,6 +467,9 @@ CATALOG: tuple[Signature, ...] = (
             r"Unknown GPU architecture: gfx\w+",
             # flash-attn's own refusal of a GPU older than its kernels (flash_api.cpp)
             r"FlashAttention only supports Ampere GPUs or newer",
+            # sgl-kernel's FA3 (flash_attn.py) and DeepGEMM's runtime, each built for Hopper only
+            r"flash_attn at sgl-kernel is only supported on sm90 and above",
+            r"DeepGEMM only supports Hopper \(SM90\)",
             # TensorRT-LLM's kernel runners on a GPU they have no kernels for (fmhaRunner.cpp on a V100)
             r"Assertion failed: Unsupported architecture \([^)]{0,200}\.(?:cpp|cu|h):\d+\)",
             # torch/cuda/__init__.py _check_capability: a GPU below the oldest capability the wheel is
@@ -2423,7 +2426,11 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
     (DRIVER_TOO_OLD, re.compile(r"\bdriver\b.{0,60}\b(?:too old|insufficient|older than|update)", re.IGNORECASE)),
     (PORT_IN_USE, re.compile(r"\bport\b.{0,60}\b(?:in use|occupied|already|taken)\b", re.IGNORECASE)),
     (NO_KERNEL_IMAGE, re.compile(r"\b(?:sm_?\d{2,3}|compute capability|gpu architecture)\b.{0,60}"
-                                 r"\bnot (?:supported|compatible)\b", re.IGNORECASE)),
+                                 r"\bnot (?:supported|compatible)\b"
+                                 # a kernel library's own limit: "only supports Hopper (SM90)", "only
+                                 # supported on sm90 and above", "requires SM90"
+                                 r"|\bonly (?:supports?|supported on|runs on) (?:\w+ )?\(?sm_?\d{2,3}\b"
+                                 r"|\brequires? (?:an? )?sm_?\d{2,3}\b", re.IGNORECASE)),
     (UNSUPPORTED_ARCHITECTURE, re.compile(r"\b(?:architecture|model[ _]type)s?\b.{0,60}\bnot (?:yet )?"
                                           r"(?:supported|recognized|registered)\b", re.IGNORECASE)),
     (MODEL_NOT_FOUND, re.compile(r"\b(?:repo(?:sitory)?|model (?:path|id|directory))\b.{0,60}"
@@ -2432,7 +2439,7 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
                                 re.IGNORECASE)),
     # not CUDA's own "invalid argument" (cudaErrorInvalidValue: "CUDA error: invalid argument", "CUresult
     # error: 1 (invalid argument)"), which is a call inside the program, not the command line
-    (FLAGS_REFUSED, re.compile(r"(?<!\()(?<!CUDA error: )(?<!HIP error: )"
+    (FLAGS_REFUSED, re.compile(r"(?<!\()(?<!CUDA error: )(?<!HIP error: )(?<!\[CUDA\]: )"
                                r"\b(?:unrecognized|unknown|invalid) (?:argument|option|flag)s?\b", re.IGNORECASE)),
     (IMPORT_FAILED, re.compile(r"\b(?:failed to import|cannot import|could not import|unable to import|"
                                r"no module named)\b", re.IGNORECASE)),
