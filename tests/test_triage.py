@@ -760,6 +760,8 @@ EXCERPT_LINES = [
     ("deepgemm-hopper-only", ["RuntimeError: DeepGEMM only supports Hopper (SM90) architectures, but current device "
                               "compute capability is 86."], "no-kernel-image"),
     ("worded-kernel-limit", ["RuntimeError: the fused MoE kernel requires SM90"], "no-kernel-image"),
+    ("ptx-target-newer-than-ptxas", ["RuntimeError: PTX .version 8.7 does not support .target sm_120a"],
+     "jit-build-failed"),
     ("triton-cuda-invalid-argument-is-no-flag", ["RuntimeError: Triton Error [CUDA]: invalid argument"], "unknown"),
     ("container-toolkit-mount-error", ["nvidia-container-cli: mount error: file creation failed: "
                                        "/var/lib/docker/overlay2/x/merged/usr/bin/nvidia-smi: file exists: unknown"],

@@ -674,6 +674,8 @@ CATALOG: tuple[Signature, ...] = (
             r"error: command '\S*/(?:nvcc|gcc|g\+\+|c\+\+|x86_64-linux-gnu-gcc|x86_64-linux-gnu-g\+\+)' failed with exit (?:code|status) \d+",
             r"include file '[\w./-]+\.h' not found",
             r"PTXASError|ptxas fatal",
+            # the PTX a JIT (Triton, a kernel library) emits names a GPU target its bundled ptxas predates
+            r"PTX \.version \d+\.\d+ does not support \.target sm_\w+",
             r"^FAILED: (?:\[code=\d+\] )?\S+\.o\s*$",  # ninja's line for the object that failed
             # nvcc refusing its input or its host compiler ("nvcc fatal   : Unsupported gpu architecture
             # 'sm_100f'", "... : Failed to preprocess host compiler properties.")
