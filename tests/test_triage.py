@@ -452,10 +452,15 @@ def test_triage_imports_no_adapter_library():
 # KServe, SkyRL, slime threads; 18 tuned, 9 held out), the tuned part read 14 of 18 and the new held-out
 # logs 8 of 9 as first seen; the tuned misses were fixed from those logs alone (a retyped sm75 refusal,
 # aiter's unknown gfx target, Megatron's world-size check, KServe's "Failed to start model server"):
-# 161 of 185.
+# 161 of 185. Rules read from library and tool sources after that (torch's device-count assert, the
+# kubelet's back-off, pip's and docker's "ERROR: " lines, sgl-kernel's FA3 and DeepGEMM's Hopper-only
+# refusals, PTX targets newer than ptxas) left it at 161. Of the 30 collected after those (vLLM, SGLang,
+# ollama, ComfyUI, verl, torchrun and training projects' threads, chosen for the rarer classes; 24
+# tuned, 6 held out), the tuned part read 23 of 24 and the new held-out logs 5 of 6 as first seen; the
+# tuned miss was fixed from it (Go's bind error in another locale's words): 166 of 191.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 161 of 185 (0.870); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 166 of 191 (0.869); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -760,6 +765,7 @@ EXCERPT_LINES = [
     ("deepgemm-hopper-only", ["RuntimeError: DeepGEMM only supports Hopper (SM90) architectures, but current device "
                               "compute capability is 86."], "no-kernel-image"),
     ("worded-kernel-limit", ["RuntimeError: the fused MoE kernel requires SM90"], "no-kernel-image"),
+    ("go-bind-refused-low-port-is-no-port-in-use", ["Error: listen tcp 0.0.0.0:80: bind: permission denied"], "unknown"),
     ("ptx-target-newer-than-ptxas", ["RuntimeError: PTX .version 8.7 does not support .target sm_120a"],
      "jit-build-failed"),
     ("triton-cuda-invalid-argument-is-no-flag", ["RuntimeError: Triton Error [CUDA]: invalid argument"], "unknown"),

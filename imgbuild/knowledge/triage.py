@@ -575,6 +575,9 @@ CATALOG: tuple[Signature, ...] = (
             # gradio's networking.py start_server (the web UIs of LlamaFactory, lmdeploy, FastChat)
             r"Cannot find empty port in range: \d+-\d+",
             r"Only one usage of each socket address \(protocol/network address/port\) is normally permitted",
+            # Go's net.Listen (ollama, a Go proxy in front of the server) in any locale's wording of
+            # WSAEADDRINUSE / EADDRINUSE; a refused low port or an address the host lacks are other causes
+            r"listen tcp \S+:\d+: bind: (?!permission denied|cannot assign requested address)\S",
             # utils/network.py wait_port_available: "{port_name} at {port} is not available in {timeout} seconds"
             r"port at \d+ is not available|\bat \d+ is not available in \d+ seconds",
             r"port \d+ is not available",
