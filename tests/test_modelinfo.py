@@ -422,6 +422,7 @@ def test_nemotron_h_is_counted_block_by_block_as_its_pattern_says() -> None:
     g = info.geometry
     assert (g.full_attention_layers, g.linear_attention_layers, g.moe_layers, g.dense_layers) == (6, 23, 23, 0)
     assert g.kv_layers == 6 and g.linear_kind == "mamba2"
+    assert info.features == ("mamba2-hybrid", "moe")
     assert info.parameters == 31_577_940_288
     assert info.parameter_breakdown["mlp"] == 0
     assert info.parameter_breakdown["shared_experts"] == 23 * 2 * 2688 * 3712

@@ -1087,7 +1087,8 @@ def _quantized_checkpoint_bytes(g: ModelGeometry) -> int:
 
 def _features(g: ModelGeometry) -> tuple[str, ...]:
     flags = (
-        ("gdn-hybrid", g.linear_attention_layers > 0),
+        ("gdn-hybrid", g.linear_attention_layers > 0 and g.linear_kind == "gated_deltanet"),
+        ("mamba2-hybrid", g.linear_attention_layers > 0 and g.linear_kind == "mamba2"),
         ("mtp", g.mtp_layers > 0),
         ("mla", g.kv_lora_rank > 0),
         ("moe", g.num_experts > 0),
