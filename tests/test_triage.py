@@ -765,6 +765,8 @@ EXCERPT_LINES = [
     ("deepgemm-hopper-only", ["RuntimeError: DeepGEMM only supports Hopper (SM90) architectures, but current device "
                               "compute capability is 86."], "no-kernel-image"),
     ("worded-kernel-limit", ["RuntimeError: the fused MoE kernel requires SM90"], "no-kernel-image"),
+    ("image-pull-denied-is-no-model", ["docker: Error response from daemon: pull access denied for lmsysorg/sglang, "
+                                       "repository does not exist or may require 'docker login'."], "unknown"),
     ("go-bind-refused-low-port-is-no-port-in-use", ["Error: listen tcp 0.0.0.0:80: bind: permission denied"], "unknown"),
     ("ptx-target-newer-than-ptxas", ["RuntimeError: PTX .version 8.7 does not support .target sm_120a"],
      "jit-build-failed"),

@@ -2438,7 +2438,8 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
                                  r"|\brequires? (?:an? )?sm_?\d{2,3}\b", re.IGNORECASE)),
     (UNSUPPORTED_ARCHITECTURE, re.compile(r"\b(?:architecture|model[ _]type)s?\b.{0,60}\bnot (?:yet )?"
                                           r"(?:supported|recognized|registered)\b", re.IGNORECASE)),
-    (MODEL_NOT_FOUND, re.compile(r"\b(?:repo(?:sitory)?|model (?:path|id|directory))\b.{0,60}"
+    # not a container image's repository ("pull access denied for x, repository does not exist"): the image
+    (MODEL_NOT_FOUND, re.compile(r"^(?!.*\bpull access denied\b).*?\b(?:repo(?:sitory)?|model (?:path|id|directory))\b.{0,60}"
                                  r"\b(?:not found|does not exist|doesn't exist)", re.IGNORECASE)),
     (NO_GPU_VISIBLE, re.compile(r"\bno (?:cuda |nvidia )?(?:gpus?|devices?)\b.{0,30}\b(?:found|available|detected|visible)\b",
                                 re.IGNORECASE)),
