@@ -24,15 +24,15 @@ def inspect(model: str, as_json: bool) -> None:
         emit_json(info.to_dict())
         return
     d = info.to_dict()
+    # NemotronH's MLP-only layers (MoE or dense) hold no attention of either kind
+    mlp_only = info.num_hidden_layers - info.full_attention_layers - info.linear_attention_layers
     rows = [
         ("architectures", ", ".join(info.architectures)),
         ("model_type", f"{info.model_type} (text: {d['text_model_type']})"),
         ("dtype", info.dtype),
         ("layers", f"{info.num_hidden_layers}: {info.full_attention_layers} full attention, "
                    f"{info.linear_attention_layers} linear attention"
-                   # NemotronH's MLP-only layers (MoE or dense) hold no attention of either kind
-                   + (f", {blocks} MLP only" if (blocks := info.num_hidden_layers - info.full_attention_layers
-                                                 - info.linear_attention_layers) else "")),
+                   + (f", {mlp_only} MLP only" if mlp_only else "")),
         ("attention", f"{info.num_attention_heads} heads, {info.num_key_value_heads} KV heads, head_dim {info.head_dim}"
                       + (f", MLA kv_lora_rank {info.kv_lora_rank}" if info.mla else "")),
         ("hidden / vocab", f"{info.hidden_size} / {info.vocab_size}"),

@@ -667,7 +667,6 @@ def _mamba2_shapes(text: dict[str, Any], pattern: str, layers: int) -> dict[str,
         "linear_num_value_heads": read_int(text, "mamba_num_heads", default=heads),
         "linear_value_head_dim": read_int(text, "mamba_head_dim", default=head_dim),
         "linear_conv_kernel_dim": read_int(text, "conv_kernel", "mamba_d_conv", default=kernel),
-        "moe_layers": pattern[:layers].count(NEMOTRON_H_MOE) if expert_count(text) else 0,
         "dense_mlp_layers": pattern[:layers].count(NEMOTRON_H_MLP),
         "norms_per_layer": 1,
         "mlp_matrices": 2,
@@ -696,10 +695,14 @@ def shared_expert_intermediate(text: dict[str, Any], moe_intermediate: int) -> i
 
 
 def moe_layer_count(text: dict[str, Any], layers: int) -> int:
-    """Decoder layers whose MLP is MoE: not among the first_k_dense_replace dense ones nor
-    mlp_only_layers, and on the decoder_sparse_step / moe_layer_freq stride."""
+    """Decoder layers whose MLP is MoE: NemotronH's MoE blocks; else those not among the
+    first_k_dense_replace dense ones nor mlp_only_layers, and on the decoder_sparse_step /
+    moe_layer_freq stride."""
     if not expert_count(text):
         return 0
+    pattern = block_pattern(text)
+    if pattern is not None:
+        return pattern[:layers].count(NEMOTRON_H_MOE)
     first_dense = read_int(text, "first_k_dense_replace", default=0)
     step = read_int(text, "decoder_sparse_step", "moe_layer_freq", default=1) or 1
     mlp_only = set(text.get("mlp_only_layers") or [])
