@@ -430,6 +430,10 @@ def test_nemotron_h_is_counted_block_by_block_as_its_pattern_says() -> None:
     # temporal 64 / 2 heads x 64 x 128 in float32, over the 23 Mamba layers
     state = mamba_state(g, attn_tp=2)
     assert (state.conv_bytes, state.ssm_bytes) == (23 * 3072 * 3 * 2, 23 * 32 * 64 * 128 * 4)
+    # an ignore list naming one MLP projection: NemotronH's MLP is up and down, no gate
+    from imgbuild.knowledge.modelinfo import _sub_shares
+
+    assert _sub_shares(g)["mlp"] == {"gate": 0.0, "up": 0.5, "down": 0.5}
 
 
 def test_nemotron_h_layers_block_type_reads_like_the_pattern() -> None:

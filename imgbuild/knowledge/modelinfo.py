@@ -1038,7 +1038,8 @@ def _sub_shares(g: ModelGeometry) -> dict[str, dict[str, float]]:
     return {
         "attention": {"q": q / attn, "kv": kv / attn, "o": o / attn},
         "linear_attention": {"in": gdn_in / gdn, "ba": gdn_ba / gdn, "out": gdn_out / gdn},
-        "mlp": {"gate": 1 / 3, "up": 1 / 3, "down": 1 / 3},
+        # a gated MLP's gate, up and down are one third each; NemotronH's (up, down) are halves
+        "mlp": {"gate": (g.mlp_matrices - 2) / g.mlp_matrices, "up": 1 / g.mlp_matrices, "down": 1 / g.mlp_matrices},
         "experts": {"routed": routed / moe, "shared": shared / moe},
     }
 
