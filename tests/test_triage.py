@@ -457,10 +457,16 @@ def test_triage_imports_no_adapter_library():
 # refusals, PTX targets newer than ptxas) left it at 161. Of the 30 collected after those (vLLM, SGLang,
 # ollama, ComfyUI, verl, torchrun and training projects' threads, chosen for the rarer classes; 24
 # tuned, 6 held out), the tuned part read 23 of 24 and the new held-out logs 5 of 6 as first seen; the
-# tuned miss was fixed from it (Go's bind error in another locale's words): 166 of 191.
+# tuned miss was fixed from it (Go's bind error in another locale's words): 166 of 191. Of the 40 collected
+# after that (SGLang, vLLM, LMDeploy, TGI, Dynamo, KServe, NIM, OpenRLHF, verl-based projects; 32 tuned, 8
+# held out), the tuned part read 24 of 32 and the new held-out logs 6 of 8 as first seen; the tuned misses
+# were fixed from those logs alone (a `python -m` entry module's top level is not an import, torch's older
+# watchdog wording, a dropped EngineArgs keyword, a launcher's pydantic spec, the kubelet's eviction,
+# another engine's "Unsupported ... model class", transformers' registry clash, a C++ engine's "runtime
+# error: invalid argument", a hub client's fetch chain): 172 of 199, the same before and after.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 166 of 191 (0.869); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 172 of 199 (0.864); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

@@ -405,6 +405,9 @@ CATALOG: tuple[Signature, ...] = (
             r"Unrecognized configuration class <class '[\w.]+'> for this kind of\b",
             # a model implementation that knows only some versions of its model (vLLM's MiniCPMV)
             r"\b[A-Z]\w+ only supports versions? \d[\d.]*(?:, \d[\d.]*)*,? (?:and|or) \d[\d.]*",
+            # mistral.rs (dynamo-run's default engine): "Unsupported Huggging Face Transformers -CausalLM
+            # model class `GraniteForCausalLM`" (ai-dynamo issue 1245)
+            r"Unsupported .{0,60}\bmodel class `?\w+",
         ),
         "This SGLang version has no implementation for the model's architecture.",
         (
@@ -519,6 +522,9 @@ CATALOG: tuple[Signature, ...] = (
             # ProcessGroupNCCL.cpp's watchdog on a collective that failed (not timed out): "[PG ID 2 PG GUID 3
             # Rank 1]  failure detected by watchdog at work sequence id: 40231" (sglang issue 10216)
             r"failure detected by watchdog at work sequence id",
+            # torch < 2.2's ProcessGroupNCCL.cpp: the watchdog thread ended by a CUDA error of the
+            # communicator's stream ("NCCL watchdog thread terminated with exception: CUDA error: ...")
+            r"NCCL watchdog thread terminated with exception",
             r"Some NCCL operations have failed or timed out",
             r"Failed to load NCCL library from",  # pynccl_wrapper.py logs it before failing
             # torch raises DistBackendError from C10D_NCCL_CHECK (pytorch PR 88134)
@@ -768,6 +774,12 @@ CATALOG: tuple[Signature, ...] = (
             r"error: argument (?:[\w-]+|\{[\w,-]+\}): invalid choice: ",
             # TensorRT-LLM's LLM args (llmapi/llm_args.py) on a key of --extra_llm_api_options it does not take
             r"got invalid argument: \w+",
+            # an engine's argument class called with an option its version dropped (vLLM's EngineArgs
+            # without worker_use_ray from 0.7.0, as an RL framework's actor passes it: OpenRLHF PR 702)
+            r"Args\.__init__\(\) got an unexpected keyword argument '\w+'",
+            # a launcher's pydantic spec refusing a value it was given ("Failed to parse profiler config: 1
+            # validation error for DynamoGraphDeploymentRequestSpec", ai-dynamo issue 10007)
+            r"Failed to parse [\w ]{0,40}config: \d+ validation errors? for \w+",
             # vLLM's platforms (cuda.py check_if_supports_dtype): the checkpoint's bfloat16 on a pre-Ampere GPU,
             # fixed by --dtype half (Qwen issue 913)
             r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0",
@@ -950,6 +962,11 @@ _KILLED = Signature(
         # the kubelet restarting a container whose liveness probe failed (kubectl describe pod's events):
         # a server still loading, or one without the probed endpoint
         r"failed liveness probe, will be restarted",
+        # the kubelet evicting a pod over its node's or its own limits (kubectl describe pod's events:
+        # "Warning  Evicted  5s  kubelet  Usage of EmptyDir volume ... exceeds the limit", kserve issue 3792),
+        # and the pod status it leaves ("The node was low on resource: memory")
+        r"^\s*Warning\s+Evicted\s+\S+\s+(?:\S+\s+)?kubelet\b",
+        r"The node was low on resource: \w+",
     ),
     "The process was killed (SIGKILL); while loading, most often by the kernel's OOM killer "
     "when host RAM runs out.",
@@ -1097,6 +1114,9 @@ _VERSION_MISMATCH = Signature(
         # registry when torchvision's C++ ops did not load (a torchvision for another torch)
         r"Detected that PyTorch and torchvision were compiled with different CUDA (?:major )?versions",
         r"operator torchvision::\w+ does not exist",
+        # transformers' auto registry (models/auto/auto_factory.py register): sglang's own copy of a config
+        # class that a newer transformers ships too (sglang PR 3792: Qwen2_5_VLConfig under transformers 4.49)
+        r"is already used by a Transformers model",
     ),
     "A package in the environment is not the version the code calling it was written for: "
     "the module imports, but lacks a name it uses.",
@@ -1622,6 +1642,7 @@ def _asserts_capability(msgs: _Messages, exception: int) -> bool:
     return any(k >= 0 and _CAPABILITY_ASSERT.match(msgs[k]) for k in (exception - 1, exception - 2))
 # a frame running a module's top level; \b: a long word is tried from its first letter only
 _MODULE_LINE = re.compile(r'\b(\w+)\.py", line \d+, in <module>')
+_RUNPY_RUN_CODE = re.compile(r'runpy\.py", line \d+, in _run_code\b')
 # installed packages, and sglang run from a source checkout (/sgl-workspace/sglang/python/sglang/...)
 # (or a path the poster shortened to ".../sglang/srt/...")
 _PACKAGE_DIR = re.compile(r"(?:(?:site|dist)-packages|/python|^\.\.\.)/[A-Za-z_]\w*/")
@@ -1630,10 +1651,14 @@ _PACKAGE_DIR = re.compile(r"(?:(?:site|dist)-packages|/python|^\.\.\.)/[A-Za-z_]
 def _is_import_chain(frames: Iterable[str]) -> bool:
     """An exception raised while an installed package was being imported: an `in <module>`
     frame of a site-packages module other than the entry point (launch_server.py runs as
-    __main__ and calls everything from its module level)."""
+    __main__ and calls everything from its module level; so does any module `python -m` runs,
+    whose frame follows runpy's _run_code)."""
+    previous = ""
     for frame in frames:
         m = _MODULE_LINE.search(frame) if '.py", line ' in frame and "<module>" in frame else None
-        if m is None or m.group(1) in ("launch_server", "__main__"):
+        run_as_main = _RUNPY_RUN_CODE.search(previous) is not None
+        previous = frame
+        if m is None or run_as_main or m.group(1) in ("launch_server", "__main__"):
             continue
         path = frame[:m.start()]
         if _PACKAGE_DIR.search(path[path.rfind('"') + 1:]):  # the package directory in the same path
@@ -2441,11 +2466,14 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
     # not a container image's repository ("pull access denied for x, repository does not exist"): the image
     (MODEL_NOT_FOUND, re.compile(r"^(?!.*\bpull access denied\b).*?\b(?:repo(?:sitory)?|model (?:path|id|directory))\b.{0,60}"
                                  r"\b(?:not found|does not exist|doesn't exist)", re.IGNORECASE)),
+    # a hub client's error chain while fetching the model ("initializing ngc repo from repo_id: ...",
+    # "fetching file_map": NVIDIA NIM, nim-deploy issue 62); lower case, as such chains are written
+    (MODEL_NOT_FOUND, re.compile(r"(?:fetching|downloading|initializing) (?:\w+ ){0,2}(?:repo|model|weights|file[ _]?map)\b")),
     (NO_GPU_VISIBLE, re.compile(r"\bno (?:cuda |nvidia )?(?:gpus?|devices?)\b.{0,30}\b(?:found|available|detected|visible)\b",
                                 re.IGNORECASE)),
     # not CUDA's own "invalid argument" (cudaErrorInvalidValue: "CUDA error: invalid argument", "CUresult
     # error: 1 (invalid argument)"), which is a call inside the program, not the command line
-    (FLAGS_REFUSED, re.compile(r"(?<!\()(?<!CUDA error: )(?<!HIP error: )(?<!\[CUDA\]: )"
+    (FLAGS_REFUSED, re.compile(r"(?<!\()(?<!CUDA error: )(?<!HIP error: )(?<!\[CUDA\]: )(?<!runtime error: )"
                                r"\b(?:unrecognized|unknown|invalid) (?:argument|option|flag)s?\b", re.IGNORECASE)),
     (IMPORT_FAILED, re.compile(r"\b(?:failed to import|cannot import|could not import|unable to import|"
                                r"no module named)\b", re.IGNORECASE)),
@@ -2456,11 +2484,16 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+# the error's own words come first: a line of megabytes (a paste without line breaks) is read no further
+_WORDED_SPAN = 4096
+
+
 def _infer_from_words(log: _Log, at: int, cause: str) -> Diagnosis | None:
     """A failure no signature matches whose own line names its class in plain words ("... out of
     memory ...", "... NCCL ...", "port ... already in use"): that class, marked as inferred."""
+    head = cause[:_WORDED_SPAN]
     for klass, words in _WORDED:
-        if words.search(cause):
+        if words.search(head):
             sig = next(s for s in CATALOG if s.failure_class == klass)
             return Diagnosis(
                 failure_class=klass,
