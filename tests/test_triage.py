@@ -463,10 +463,14 @@ def test_triage_imports_no_adapter_library():
 # were fixed from those logs alone (a `python -m` entry module's top level is not an import, torch's older
 # watchdog wording, a dropped EngineArgs keyword, a launcher's pydantic spec, the kubelet's eviction,
 # another engine's "Unsupported ... model class", transformers' registry clash, a C++ engine's "runtime
-# error: invalid argument", a hub client's fetch chain): 172 of 199, the same before and after.
+# error: invalid argument", a hub client's fetch chain): 172 of 199, the same before and after. Of the 30
+# collected after that (SGLang, vLLM, vllm-ascend, LMDeploy, Xinference, LocalAI, TGI, ktransformers, RL
+# frameworks' threads, chosen for the rarer classes; 25 tuned, 5 held out), the tuned part read 23 of 25
+# and the new held-out logs 4 of 5 as first seen; the tuned misses were fixed from those logs alone (a Go
+# front end's gRPC call to a backend that died, the tail of transformers' unknown-model-type text): 176 of 204.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 172 of 199 (0.864); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 176 of 204 (0.863); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

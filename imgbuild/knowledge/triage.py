@@ -390,6 +390,8 @@ CATALOG: tuple[Signature, ...] = (
             r"has a model type of `\w+`, which Transformers does not recognize",  # transformers < 4.36's wording
             r"unknown model architecture: '[\w.-]+'",  # llama.cpp's loader (llama-model.cpp), as Ollama prints it
             r"Transformers version \S+ is not supported for model",
+            # the tail of transformers' (and vLLM's ModelConfig's) refusal of an unknown model_type, pasted alone
+            r"the checkpoint is very new, then there may not be a release version that supports this model yet",
             r"Unknown gguf model_type",  # model_loader/loader.py
             # a config whose model_type this transformers does not know, as images' tables quote it
             r"model_type '?\w+'? not recognized",
@@ -1236,6 +1238,9 @@ _CHILD_REPORT = re.compile(
     r"|\btraceback\s*:\s*Signal \d+ \(SIG[A-Z]+\) received by PID"
     # Ollama's server when its llama runner subprocess ended (llm/server.go)
     r"|\bllama runner process has terminated: "
+    # a Go front end's gRPC call to its backend process that went away mid-call (LocalAI's "could not
+    # load model: rpc error: code = Unavailable desc = error reading from server: EOF", LocalAI issue 1087)
+    r"|\brpc error: code = Unavailable desc = (?:error reading from server: EOF|connection error)"
 )
 # a server's own line that loading the model failed, with no exception of its own (llama.cpp's
 # loaders, LocalAI): a failure without a traceback
