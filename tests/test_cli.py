@@ -83,6 +83,14 @@ def test_inspect_json_reports_layers_and_weights() -> None:
     assert data["linear_attention_layers"] == 48 and data["weight_bytes"] == 55_562_855_904
 
 
+def test_inspect_names_the_sliding_layers_and_their_own_kv_shape() -> None:
+    gemma4 = Path(__file__).parent / "data" / "published_sizes" / "gemma-4-31b-it"
+    done = imgbuild("inspect", str(gemma4))
+    assert done.returncode == 0
+    assert "attention       32 heads, 4 KV heads, head_dim 512" in done.stdout
+    assert "sliding window  1024 on 50 layers (16 KV heads, head_dim 256)" in done.stdout
+
+
 def render_json(tmp_path: Path, *args: str) -> dict:
     done = imgbuild("render", "--sglang", "0.5.11", "-o", str(tmp_path / "ctx"), "--json", *args)
     assert done.returncode == 0, done.stderr

@@ -443,3 +443,20 @@ def test_nemotron_h_layers_block_type_reads_like_the_pattern() -> None:
     listed = {k: v for k, v in cfg.items() if k != "hybrid_override_pattern"}
     listed["layers_block_type"] = [names[c] for c in cfg["hybrid_override_pattern"]]
     assert read_geometry(listed) == read_geometry(cfg)
+
+
+def test_gemma4_reads_its_full_and_sliding_attention_shapes_as_sglang_does() -> None:
+    """google/gemma-4-31B-it (tests/data/published_sizes/.../SOURCE.md): its base fields are the sliding
+    layers' shape and global_* the full layers'; SGLang takes the full shape as the base and the sliding one
+    as swa_* (utils/hf_transformers/config.py; its ModelConfig reads the same in tests/test_sglang_oracle.py).
+    The full layers store no V (attention_k_eq_v), and the tower is Gemma 4's own."""
+    info = inspect_model(str(Path(__file__).parent / "data" / "published_sizes" / "gemma-4-31b-it"))
+    g = info.geometry
+    assert (g.head_dim, g.num_kv_heads, g.swa_layers, g.swa_head_dim, g.swa_num_kv_heads) == (512, 4, 50, 256, 16)
+    assert g.attention_k_eq_v and g.vision is not None and g.vision.kind == "gemma4"
+    # 10 full layers: q and o 32 x 512 wide, k 4 x 512, no v; 50 sliding: q, o 32 x 256, k and v 16 x 256
+    full = 2 * 5376 * 32 * 512 + 5376 * 4 * 512
+    sliding = 2 * 5376 * 32 * 256 + 2 * 5376 * 16 * 256
+    assert info.parameter_breakdown["attention"] == 10 * full + 50 * sliding
+    # the index beside the published checkpoint: total_size 62,546,177,752
+    assert abs(info.weight_bytes / 62_546_177_752 - 1) < 1e-4

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from imgbuild.cli import options
 from imgbuild.cli.app import cli, emit_json, gib, load_matrix
 from imgbuild.errors import NegativeVerdict
+
+if TYPE_CHECKING:
+    from imgbuild.knowledge.modelinfo import ModelInfo
 
 
 @cli.command()
@@ -38,7 +41,7 @@ def inspect(model: str, as_json: bool) -> None:
         ("hidden / vocab", f"{info.hidden_size} / {info.vocab_size}"),
         ("MTP layers", str(info.mtp_layers)),
         ("MoE experts", "none" if not info.moe_experts else f"{info.moe_experts} ({info.moe_experts_per_token} per token)"),
-        ("sliding window", str(info.sliding_window or "none")),
+        ("sliding window", _sliding_window_row(info)),
         ("quantization", info.quantization or "none"),
         ("vision tower", "yes" if info.has_vision else "no"),
         ("parameters", f"{info.parameters:,} (from the {info.parameters_source})" if info.parameters else "?"),
@@ -50,6 +53,17 @@ def inspect(model: str, as_json: bool) -> None:
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         click.echo(f"{key:<{width}}  {value}")
+
+
+def _sliding_window_row(info: ModelInfo) -> str:
+    """The window, the layers it applies to, and their own KV shape where it is not the full layers' (Gemma 4)."""
+    g = info.geometry
+    if not info.sliding_window:
+        return "none"
+    row = str(info.sliding_window) + (f" on {g.swa_layers} layers" if g.swa_layers else "")
+    if g.swa_layers and (g.swa_num_kv_heads or g.swa_head_dim):
+        row += f" ({g.swa_num_kv_heads or g.num_kv_heads} KV heads, head_dim {g.swa_head_dim or g.head_dim})"
+    return row
 
 
 @cli.command()

@@ -38,7 +38,7 @@ from imgbuild.knowledge.modelinfo import (
     MODELLED_VISION,
     ModelGeometry,
     VisionGeometry,
-    attention_params,
+    attention_layers_params,
     linear_attention_params,
     mlp_params,
     mtp_layer_params,
@@ -177,7 +177,7 @@ def _target_params(
     embed_gpu = vocab_gpu * h * (1 if g.tie_word_embeddings else 2)
 
     # with --enable-dp-attention the attention layers run at attention-TP (tp / dp): replicated wider
-    attn_gpu, attn_total = attention_params(g, attn_tp)
+    attn_gpu, attn_total = attention_layers_params(g, attn_tp)
     gdn_gpu, gdn_total = linear_attention_params(g, attn_tp) if g.hybrid else (0.0, 0)
     dense_gpu, dense_total = mlp_params(g, tp, moe=False)
     moe_gpu, moe_total = mlp_params(g, tp, moe=True) if g.num_experts else (0.0, 0)
@@ -187,8 +187,8 @@ def _target_params(
     layers_total = 0
     n_moe = g.moe_layers
     n_dense = g.dense_layers
-    layers_gpu += g.full_attention_layers * attn_gpu + g.linear_attention_layers * gdn_gpu
-    layers_total += g.full_attention_layers * attn_total + g.linear_attention_layers * gdn_total
+    layers_gpu += attn_gpu + g.linear_attention_layers * gdn_gpu
+    layers_total += attn_total + g.linear_attention_layers * gdn_total
     layers_gpu += n_dense * dense_gpu + n_moe * moe_gpu + g.num_layers * norms
     layers_total += n_dense * dense_total + n_moe * moe_total + g.num_layers * norms
     # pipeline stages split the layers; embeddings sit on the first, the head on the last:
@@ -196,7 +196,7 @@ def _target_params(
     layers_gpu /= pp
     linear_gpu = layers_gpu - g.num_layers * norms / pp
     parts = (
-        ("attention", g.full_attention_layers * attn_gpu / pp),
+        ("attention", attn_gpu / pp),
         ("linear_attention", g.linear_attention_layers * gdn_gpu / pp),
         ("mlp", n_dense * dense_gpu / pp),
         ("experts", n_moe * moe_gpu / pp),
@@ -401,11 +401,16 @@ _SWA_SIZED_FROM = {
     "MiMoV2ForCausalLM": "0.5.11",  # MIMO_V2_MODEL_ARCHS
     "Step3p5ForCausalLM": "0.5.9",
     "Step3p7ForConditionalGeneration": "0.5.14",
+    # Gemma 4: layer_types name the sliding layers; the full layers take global_head_dim and
+    # num_global_key_value_heads, the sliding ones head_dim and num_key_value_heads
+    # (utils/hf_transformers/config.py, 0.5.11 and 0.5.23; modelinfo.py reads them so). Its KV-shared
+    # layers keep their slots: the pool is sized for every layer (nothing outside the model reads them)
+    "Gemma4ForCausalLM": "0.5.11",
+    "Gemma4ForConditionalGeneration": "0.5.11",
 }
-# split too, but by geometry plan does not read (Gemma 4's global heads, DeepSeek V4's compressed
-# pools, the rest unseen here): counted as one pool, with a note
+# split too, but by geometry plan does not read (DeepSeek V4's compressed pools, the rest unseen
+# here): counted as one pool, with a note
 _SWA_UNSIZED_FROM = {
-    "Gemma4ForCausalLM": "0.5.11", "Gemma4ForConditionalGeneration": "0.5.11",
     "Gemma4UnifiedForConditionalGeneration": "0.5.14", "LagunaForCausalLM": "0.5.14",
     "MellumForCausalLM": "0.5.16", "InklingForConditionalGeneration": "0.5.16",
     "UnlimitedOCRForCausalLM": "0.5.16", "MuseGlimmerForCausalLM": "0.5.18",

@@ -57,7 +57,7 @@ HYBRID_GDN_ARCHITECTURES = frozenset({
     "Qwen3_5MoeForCausalLM",
 })  # fmt: skip
 LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
-MODELLED_VISION = frozenset({"qwen3-vl", "qwen2.5-vl", "qwen2-vl", "siglip", "mllama", "clip", "moonvit"})  # towers counted from their shapes
+MODELLED_VISION = frozenset({"qwen3-vl", "qwen2.5-vl", "qwen2-vl", "siglip", "mllama", "clip", "moonvit", "gemma4", "pixtral"})  # towers counted from their shapes
 
 
 class HubFetcher(Protocol):
@@ -70,7 +70,7 @@ class VisionGeometry:
     """A vision tower as SGLang builds it: Qwen3-VL's blocks ("qwen3-vl"), or only what
     adjust_mem_fraction_for_vlm reads ("opaque": its parameters come from the index)."""
 
-    kind: str  # "qwen3-vl" | "qwen2.5-vl" | "qwen2-vl" | "siglip" | "mllama" | "clip" | "moonvit" | "opaque"
+    kind: str  # "qwen3-vl" | "qwen2.5-vl" | "qwen2-vl" | "siglip" | "mllama" | "clip" | "moonvit" | "gemma4" | "pixtral" | "opaque"
     depth: int = 0
     hidden_size: int = 0
     intermediate_size: int = 0
@@ -110,6 +110,9 @@ class ModelGeometry:
     dtype_bytes: int  # as SGLang serves it: float32 checkpoints load in bfloat16
     dtype: str = "bfloat16"  # the checkpoint dtype's name as the config spells it
     attn_output_gate: bool = False
+    # Gemma 4's full-attention layers keep no v_proj in the checkpoint (attention_k_eq_v: V is K);
+    # SGLang's qkv_proj still holds V's rows (models/gemma4_causal.py loads K into them)
+    attention_k_eq_v: bool = False
     qk_norm: bool = False
     qkv_bias: bool = False
     # hybrid linear attention: Gated DeltaNet, or NemotronH's Mamba2 mixer read into the same fields
@@ -830,8 +833,39 @@ def _moonvit(vision_cfg: dict[str, Any], *, text_hidden: int) -> VisionGeometry:
     )
 
 
-def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int, feature_layer: Any = None
-                     ) -> VisionGeometry | None:
+def _pixtral_vision(vision_cfg: dict[str, Any], *, text_hidden: int, spatial_merge_size: int) -> VisionGeometry:
+    """Mistral 3's Pixtral tower (sglang models/pixtral.py PixtralHFVisionModel) and transformers'
+    Mistral3MultiModalProjector (a norm, the patch merger over spatial_merge_size^2 patches, two linears)."""
+    return VisionGeometry(
+        kind="pixtral",
+        depth=read_int(vision_cfg, "num_hidden_layers", default=0),
+        hidden_size=read_int(vision_cfg, "hidden_size", default=0),
+        intermediate_size=read_int(vision_cfg, "intermediate_size", default=0),
+        out_hidden_size=text_hidden,
+        patch_size=read_int(vision_cfg, "patch_size", default=16),
+        in_channels=read_int(vision_cfg, "num_channels", default=3),
+        spatial_merge_size=spatial_merge_size,
+        num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
+    )
+
+
+def _gemma4_vision(vision_cfg: dict[str, Any], *, text_hidden: int) -> VisionGeometry:
+    """Gemma 4's tower (sglang models/gemma4_vision.py Gemma4VisionEncoder) and gemma4_mm.py's
+    Gemma4MultimodalEmbedder."""
+    return VisionGeometry(
+        kind="gemma4",
+        depth=read_int(vision_cfg, "num_hidden_layers", default=0),
+        hidden_size=read_int(vision_cfg, "hidden_size", default=0),
+        intermediate_size=read_int(vision_cfg, "intermediate_size", default=0),
+        out_hidden_size=text_hidden,
+        patch_size=read_int(vision_cfg, "patch_size", default=16),
+        num_position_embeddings=read_int(vision_cfg, "position_embedding_size", default=0),
+        num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
+    )
+
+
+def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int, feature_layer: Any = None,
+                     spatial_merge_size: int = 2) -> VisionGeometry | None:
     """The vision tower: Qwen3-VL's blocks when SGLang builds it from them (models/qwen3_vl.py),
     else only what adjust_mem_fraction_for_vlm reads (server_args.py)."""
     if not isinstance(vision_cfg, dict):
@@ -869,6 +903,10 @@ def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int, feat
         return VisionGeometry(kind="siglip", **fields, num_position_embeddings=side * side)
     if model_type == "kimi_k25":
         return _moonvit(vision_cfg, text_hidden=text_hidden)
+    if str(vision_cfg.get("model_type", "")) == "pixtral" and model_type == "mistral3":
+        return _pixtral_vision(vision_cfg, text_hidden=text_hidden, spatial_merge_size=spatial_merge_size)
+    if str(vision_cfg.get("model_type", "")) == "gemma4_vision":
+        return _gemma4_vision(vision_cfg, text_hidden=text_hidden)
     return VisionGeometry(
         kind="opaque",
         hidden_size=read_int(vision_cfg, "hidden_size", default=0),
@@ -898,13 +936,35 @@ def _swa_shapes(text: dict[str, Any], *, arch: str, layers: int) -> dict[str, An
     if not heads and isinstance(other, dict):
         heads = read_int(other, "num_attention_groups", default=0)
     head_dim = read_int(text, "swa_head_dim", default=0)
+    if text.get("global_head_dim"):  # Gemma 4: its base fields are the sliding-window layers' shape
+        heads = heads or read_int(text, "num_key_value_heads", default=0)
+        head_dim = head_dim or read_int(text, "head_dim", default=0)
     return {"swa_layers": swa, "swa_num_kv_heads": heads, "swa_head_dim": head_dim,
             "swa_v_head_dim": read_int(text, "swa_v_head_dim", default=head_dim)}
+
+
+def _kv_heads(text: dict[str, Any], *, model_type: str, heads: int) -> int:
+    """KV heads; Falcon's and GPTBigCode's from their own fields (transformers' FalconAttention:
+    num_kv_heads under new_decoder_architecture, else one if multi_query, its default; GPTBigCode
+    is multi-query unless multi_query is false)."""
+    if model_type == "falcon":
+        if text.get("new_decoder_architecture"):
+            return read_int(text, "num_kv_heads", default=heads) or heads
+        return 1 if text.get("multi_query", True) else heads
+    if model_type == "gpt_bigcode":
+        return 1 if text.get("multi_query", True) else heads
+    if text.get("global_head_dim"):  # Gemma 4 (see _attention_shapes)
+        return read_int(text, "num_global_key_value_heads", "num_key_value_heads", default=heads) or heads
+    return read_int(text, "num_key_value_heads", "multi_query_group_num", default=heads) or heads
 
 
 def _attention_shapes(text: dict[str, Any], *, arch: str, model_type: str, hidden: int, heads: int) -> dict[str, Any]:
     """Attention fields of ModelGeometry: heads, head dims, gates, biases, MLA's low ranks."""
     head_dim = read_int(text, "head_dim", default=(hidden // heads if heads else 0)) or (hidden // heads if heads else 0)
+    # Gemma 4 states its sliding-window shape first and the full-attention one as global_*; SGLang's
+    # base shape is full attention's, the sliding one goes to swa_* (utils/hf_transformers/config.py
+    # _apply_gemma4_attention_overrides, 0.5.23)
+    head_dim = read_int(text, "global_head_dim", default=head_dim) or head_dim
     # SGLang builds MLA attention for DeepSeek and Kimi (models/deepseek_v2.py) and the architectures
     # configs/model_config.py (0.5.23) gives AttentionArch.MLA: GLM-4.7-Flash and GLM-5 (DSA), LongCat-Flash,
     # Hunyuan V4, dots, Mistral Large 3, GigaChat 3.5
@@ -915,10 +975,11 @@ def _attention_shapes(text: dict[str, Any], *, arch: str, model_type: str, hidde
     rope = read_int(text, "qk_rope_head_dim", default=0)
     return {
         "num_attention_heads": heads,
-        "num_kv_heads": read_int(text, "num_key_value_heads", "multi_query_group_num", default=heads) or heads,
+        "num_kv_heads": _kv_heads(text, model_type=model_type, heads=heads),
         "head_dim": nope + rope if mla else head_dim,
         "v_head_dim": read_int(text, "v_head_dim", default=head_dim) if mla else head_dim,
         "attn_output_gate": bool(text.get("attn_output_gate", False)),
+        "attention_k_eq_v": bool(text.get("attention_k_eq_v", False)),
         "qk_norm": model_type.startswith(("qwen3", "qwen3_5")) or arch.startswith("Qwen3"),
         "qkv_bias": model_type.startswith("qwen2") or model_type == "qwen" or bool(text.get("attention_bias", False)),
         "mla": mla,
@@ -931,7 +992,16 @@ def _attention_shapes(text: dict[str, Any], *, arch: str, model_type: str, hidde
     }
 
 
-def _layer_shapes(text: dict[str, Any], *, arch: str, layers: int, intermediate: int) -> dict[str, Any]:
+# Decoder MLPs of two matrices, up and down without a gate, as transformers' modeling files build them:
+# falcon (FalconMLP dense_h_to_4h / dense_4h_to_h), persimmon and fuyu (PersimmonMLP), gpt_neox and bloom
+# (dense_h_to_4h), gpt2 and gpt_bigcode (c_fc / c_proj), starcoder2 (Starcoder2MLP c_fc / c_proj), gptj
+# and codegen (fc_in / fc_out), opt and phi (fc1 / fc2), mpt and nemotron (up_proj / down_proj)
+_TWO_MATRIX_MLP = frozenset({"falcon", "persimmon", "fuyu", "gpt_neox", "bloom", "gpt2", "gpt_bigcode",
+                             "starcoder2", "gptj", "codegen", "opt", "phi", "mpt", "nemotron"})
+
+
+def _layer_shapes(text: dict[str, Any], *, arch: str, model_type: str, layers: int, intermediate: int
+                  ) -> dict[str, Any]:
     """Layer kinds of ModelGeometry: full / Gated DeltaNet attention, MoE, MTP."""
     full_layers, linear_layers = attention_layer_counts(text, layers, architecture=arch)
     experts = expert_count(text)
@@ -953,6 +1023,7 @@ def _layer_shapes(text: dict[str, Any], *, arch: str, layers: int, intermediate:
         "moe_layers": moe_layer_count(text, layers),
         "mtp_layers": mtp,
         "mtp_has_own_embeddings": arch.startswith("Deepseek") and mtp > 0,
+        "mlp_matrices": 2 if model_type in _TWO_MATRIX_MLP else 3,
         **(_mamba2_shapes(text, pattern, layers) if pattern is not None else {}),
     }
 
@@ -981,7 +1052,8 @@ def read_geometry(
         intermediate //= 2  # the first Qwen's config counts w1 and w2 together (models/qwen.py QWenMLP)
     dtype_name = config_dtype(config, text)
     vision = _vision_geometry(config.get("vision_config"), model_type=model_type, text_hidden=hidden,
-                              feature_layer=config.get("vision_feature_layer"))
+                              feature_layer=config.get("vision_feature_layer"),
+                              spatial_merge_size=read_int(config, "spatial_merge_size", default=2))
     geometry = ModelGeometry(
         architecture=arch,
         model_type=model_type,
@@ -1004,7 +1076,7 @@ def read_geometry(
         checkpoint_bytes=checkpoint_bytes,
         checkpoint_parameters=checkpoint_parameters,
         **_attention_shapes(text, arch=arch, model_type=model_type, hidden=hidden, heads=heads),
-        **_layer_shapes(text, arch=arch, layers=layers, intermediate=intermediate),
+        **_layer_shapes(text, arch=arch, model_type=model_type, layers=layers, intermediate=intermediate),
     )
     qc = config.get("quantization_config") or config.get("compression_config") or text.get("quantization_config")
     if isinstance(qc, dict):
@@ -1201,6 +1273,20 @@ def attention_params(g: ModelGeometry, tp: int) -> tuple[float, int]:
     return per_gpu, total
 
 
+def attention_layers_params(g: ModelGeometry, tp: int) -> tuple[float, int]:
+    """Every full- and sliding-window-attention layer's block, each at its own shape: the sliding
+    layers' KV heads and head dim (swa_num_kv_heads, swa_head_dim) where the config gives them
+    (Gemma 4, MiMo-V2, Step-3.5), the model's elsewhere."""
+    full_gpu, full_total = attention_params(g, tp)
+    swa = min(g.swa_layers, g.full_attention_layers) if (g.swa_num_kv_heads or g.swa_head_dim) and not g.mla else 0
+    if not swa:
+        return g.full_attention_layers * full_gpu, g.full_attention_layers * full_total
+    sliding = replace(g, num_kv_heads=g.swa_num_kv_heads or g.num_kv_heads, head_dim=g.swa_head_dim or g.head_dim)
+    swa_gpu, swa_total = attention_params(sliding, tp)
+    rest = g.full_attention_layers - swa
+    return rest * full_gpu + swa * swa_gpu, rest * full_total + swa * swa_total
+
+
 def linear_attention_params(g: ModelGeometry, tp: int) -> tuple[float, int]:
     """One linear-attention block: Gated DeltaNet (models/qwen3_5.py Qwen3_5GatedDeltaNet,
     qwen3_next.py), or NemotronH's Mamba2 mixer (models/nemotron_h.py, layers/attention/mamba/
@@ -1264,6 +1350,31 @@ def mtp_layer_params(g: ModelGeometry, tp: int, attn_tp: int | None = None) -> t
         one_total += 2 * g.vocab_size * h
         one_gpu += 2 * vocab_per_gpu(g.vocab_size, tp) * h
     return one_gpu, one_total
+
+
+def _pixtral_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
+    """Pixtral (sglang models/pixtral.py PixtralHFVisionModel): the patch conv (no bias) and ln_pre
+    replicated; per block q/k/v/o and the gated gate_up / down MLP, no biases, TP-sharded, and two
+    RMSNorms; then Mistral3MultiModalProjector: an RMSNorm, the merging layer (merge^2 x width ->
+    width) and linear_1 / linear_2 into the text width (no biases in the published configs)."""
+    d, inter, out = v.hidden_size, v.intermediate_size, v.out_hidden_size
+    block_sharded = 4 * d * d + 3 * d * inter
+    projector = d + d * v.spatial_merge_size**2 * d + d * out + out * out
+    replicated = v.in_channels * v.patch_size**2 * d + d + v.depth * 2 * d + projector
+    return replicated + v.depth * block_sharded / tp, replicated + v.depth * block_sharded
+
+
+def _gemma4_vision_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
+    """Gemma 4's tower (sglang 0.5.23 models/gemma4_vision.py): the patch projection (no bias) and a
+    position table of two axes, replicated; per layer a fused qkv (heads x head_dim = the width in the
+    published configs), o_proj, a gated gate_up / down MLP, all without biases and TP-sharded, q/k norms
+    and four RMSNorms; then gemma4_mm.py's embedding_projection into the text width."""
+    d, inter = v.hidden_size, v.intermediate_size
+    patch = v.in_channels * v.patch_size**2 * d + 2 * v.num_position_embeddings * d
+    block_sharded = 3 * d * d + d * d + 2 * d * inter + inter * d
+    block_replicated = 4 * d  # the four RMSNorms (the q/k norms over one head, a few thousand, left out)
+    replicated = patch + v.depth * block_replicated + d * v.out_hidden_size
+    return replicated + v.depth * block_sharded / tp, replicated + v.depth * block_sharded
 
 
 def _siglip_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
@@ -1356,6 +1467,10 @@ def vision_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
         return _clip_params(v, tp)
     if v.kind == "moonvit":
         return _moonvit_params(v, tp)
+    if v.kind == "gemma4":
+        return _gemma4_vision_params(v, tp)
+    if v.kind == "pixtral":
+        return _pixtral_params(v, tp)
     if v.kind in ("qwen2.5-vl", "qwen2-vl"):
         return _qwen2_vl_params(v, tp)
     d, inter = v.hidden_size, v.intermediate_size
@@ -1377,6 +1492,13 @@ def vision_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
     return replicated + sharded / tp, replicated + sharded
 
 
+def _k_eq_v_params(g: ModelGeometry) -> int:
+    """The V projections Gemma 4's full-attention layers do not store (attention_k_eq_v)."""
+    if not g.attention_k_eq_v:
+        return 0
+    return (g.full_attention_layers - min(g.swa_layers, g.full_attention_layers)) * g.hidden_size * g.num_kv_heads * g.head_dim
+
+
 def parameter_breakdown(g: ModelGeometry) -> dict[str, int]:
     """Parameters per component in the checkpoint, from the shapes (the blocks above at TP 1).
 
@@ -1392,7 +1514,7 @@ def parameter_breakdown(g: ModelGeometry) -> dict[str, int]:
     return {
         "embed": g.vocab_size * h,
         "lm_head": 0 if g.tie_word_embeddings else g.vocab_size * h,
-        "attention": g.full_attention_layers * attention_params(g, 1)[1],
+        "attention": attention_layers_params(g, 1)[1] - _k_eq_v_params(g),
         "linear_attention": g.linear_attention_layers * linear_attention_params(g, 1)[1] if g.hybrid else 0,
         "mlp": g.dense_layers * mlp_params(g, 1, moe=False)[1],
         "experts": g.moe_layers * moe_experts,
