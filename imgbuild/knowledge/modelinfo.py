@@ -833,34 +833,22 @@ def _moonvit(vision_cfg: dict[str, Any], *, text_hidden: int) -> VisionGeometry:
     )
 
 
-def _pixtral_vision(vision_cfg: dict[str, Any], *, text_hidden: int, spatial_merge_size: int) -> VisionGeometry:
-    """Mistral 3's Pixtral tower (sglang models/pixtral.py PixtralHFVisionModel) and transformers'
-    Mistral3MultiModalProjector (a norm, the patch merger over spatial_merge_size^2 patches, two linears)."""
+def _plain_tower(kind: str, vision_cfg: dict[str, Any], *, text_hidden: int, **fields: int) -> VisionGeometry:
+    """A tower read from the usual fields (num_hidden_layers, hidden_size, intermediate_size, patch_size)
+    into the text width, plus the kind's own ``fields``: Pixtral under Mistral 3 (sglang models/pixtral.py
+    PixtralHFVisionModel; transformers' Mistral3MultiModalProjector: a norm, the patch merger over
+    spatial_merge_size^2 patches, two linears), Gemma 4's (models/gemma4_vision.py Gemma4VisionEncoder,
+    gemma4_mm.py Gemma4MultimodalEmbedder)."""
+    depth = read_int(vision_cfg, "num_hidden_layers", default=0)
     return VisionGeometry(
-        kind="pixtral",
-        depth=read_int(vision_cfg, "num_hidden_layers", default=0),
+        kind=kind,
+        depth=depth,
         hidden_size=read_int(vision_cfg, "hidden_size", default=0),
         intermediate_size=read_int(vision_cfg, "intermediate_size", default=0),
         out_hidden_size=text_hidden,
         patch_size=read_int(vision_cfg, "patch_size", default=16),
-        in_channels=read_int(vision_cfg, "num_channels", default=3),
-        spatial_merge_size=spatial_merge_size,
-        num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
-    )
-
-
-def _gemma4_vision(vision_cfg: dict[str, Any], *, text_hidden: int) -> VisionGeometry:
-    """Gemma 4's tower (sglang models/gemma4_vision.py Gemma4VisionEncoder) and gemma4_mm.py's
-    Gemma4MultimodalEmbedder."""
-    return VisionGeometry(
-        kind="gemma4",
-        depth=read_int(vision_cfg, "num_hidden_layers", default=0),
-        hidden_size=read_int(vision_cfg, "hidden_size", default=0),
-        intermediate_size=read_int(vision_cfg, "intermediate_size", default=0),
-        out_hidden_size=text_hidden,
-        patch_size=read_int(vision_cfg, "patch_size", default=16),
-        num_position_embeddings=read_int(vision_cfg, "position_embedding_size", default=0),
-        num_hidden_layers_attr=read_int(vision_cfg, "num_hidden_layers", default=0) or None,
+        num_hidden_layers_attr=depth or None,
+        **fields,
     )
 
 
@@ -904,9 +892,11 @@ def _vision_geometry(vision_cfg: Any, *, model_type: str, text_hidden: int, feat
     if model_type == "kimi_k25":
         return _moonvit(vision_cfg, text_hidden=text_hidden)
     if str(vision_cfg.get("model_type", "")) == "pixtral" and model_type == "mistral3":
-        return _pixtral_vision(vision_cfg, text_hidden=text_hidden, spatial_merge_size=spatial_merge_size)
+        return _plain_tower("pixtral", vision_cfg, text_hidden=text_hidden, spatial_merge_size=spatial_merge_size,
+                            in_channels=read_int(vision_cfg, "num_channels", default=3))
     if str(vision_cfg.get("model_type", "")) == "gemma4_vision":
-        return _gemma4_vision(vision_cfg, text_hidden=text_hidden)
+        return _plain_tower("gemma4", vision_cfg, text_hidden=text_hidden,
+                            num_position_embeddings=read_int(vision_cfg, "position_embedding_size", default=0))
     return VisionGeometry(
         kind="opaque",
         hidden_size=read_int(vision_cfg, "hidden_size", default=0),
