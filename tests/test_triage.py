@@ -468,9 +468,14 @@ def test_triage_imports_no_adapter_library():
 # frameworks' threads, chosen for the rarer classes; 25 tuned, 5 held out), the tuned part read 23 of 25
 # and the new held-out logs 4 of 5 as first seen; the tuned misses were fixed from those logs alone (a Go
 # front end's gRPC call to a backend that died, the tail of transformers' unknown-model-type text): 176 of 204.
+# Of the 23 collected after that (leads left by the batches before: vLLM, ms-swift, ktransformers, Ollama,
+# LMDeploy, GPUStack, verl, FlashInfer threads; 19 tuned, 4 held out), the tuned part read 15 of 19 and the
+# new held-out logs 3 of 4 as first seen; the tuned misses were fixed from those logs alone (vLLM's
+# WorkerProc report, nvcc's "file(line): error:", Ollama's converter, Ray's C++ core crash printed after
+# the driver's report): 179 of 208, the same before and after.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 176 of 204 (0.863); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 179 of 208 (0.861); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

@@ -393,6 +393,8 @@ CATALOG: tuple[Signature, ...] = (
             # the tail of transformers' (and vLLM's ModelConfig's) refusal of an unknown model_type, pasted alone
             r"the checkpoint is very new, then there may not be a release version that supports this model yet",
             r"Unknown gguf model_type",  # model_loader/loader.py
+            # Ollama's converter (`ollama create` from safetensors) on an architecture it cannot convert
+            r"^Error: unsupported architecture\s*$",
             # a config whose model_type this transformers does not know, as images' tables quote it
             r"model_type '?\w+'? not recognized",
             # other engines' registries: TGI's get_model, LMDeploy's pytorch engine and TurboMind's ARCH_MAP
@@ -708,6 +710,9 @@ CATALOG: tuple[Signature, ...] = (
             r"PassManager::run failed",
             # the linker of Triton's launcher stub without libcuda.so (only libcuda.so.1 is mounted)
             r"/ld: cannot find -lcuda\b",
+            # nvcc's own error format on a source it compiles ("cute/arch/mma_sm90.hpp(6108): error: static
+            # assertion failed", vLLM issue 31843: flashinfer's JIT of an sm90 kernel)
+            r"\.(?:cuh?|hpp|h|cpp|cc)\(\d+\): error: ",
         ),
         "A kernel that is compiled at launch (flashinfer, triton, deep_gemm JIT) failed to build.",
         (
@@ -1241,6 +1246,8 @@ _CHILD_REPORT = re.compile(
     # a Go front end's gRPC call to its backend process that went away mid-call (LocalAI's "could not
     # load model: rpc error: code = Unavailable desc = error reading from server: EOF", LocalAI issue 1087)
     r"|\brpc error: code = Unavailable desc = (?:error reading from server: EOF|connection error)"
+    # vLLM's v1/executor/multiproc_executor.py: a TP worker process failed while it started
+    r"|WorkerProc initialization failed due to an exception in a background process"
 )
 # a server's own line that loading the model failed, with no exception of its own (llama.cpp's
 # loaders, LocalAI): a failure without a traceback
@@ -1330,7 +1337,10 @@ _CRASH = re.compile(r"\b[Ss]egmentation fault\b"
                     r"|: Assertion `[^`]{0,400}' failed\."
                     # a CUDA driver call that failed, as torch_memory_saver (SGLang's --enable-memory-saver)
                     # reports it; code 2 (out of memory) is in the catalog, the others are failures too
-                    r"|\[torch_memory_saver\.cpp\] CUresult error")
+                    r"|\[torch_memory_saver\.cpp\] CUresult error"
+                    # Ray's C++ core (src/ray/util/logging.cc) on an exception nothing caught in a worker
+                    # ("Unhandled exception: N5boost10wrapexcept... what(): thread: Resource temporarily unavailable")
+                    r"|\blogging\.cc:\d+: Unhandled exception: ")
 # Python's own words for a call that does not fit the function (a TypeError), pasted without the
 # "TypeError: " prefix: a failure in the program's code, with no traceback
 _BAD_CALL = re.compile(r"^\w+\(\) (?:got multiple values for argument '\w+'|got an unexpected keyword argument '\w+'"
@@ -2208,7 +2218,7 @@ def _unmatched_child_exception(log: _Log, exc: int, sigquit: int) -> Diagnosis:
         cause=_exception_text(log.msgs, exc),
         advice=CHILD_FAILED_ADVICE,
         evidence=(log.lines[exc], log.lines[sigquit]),
-        summary="A scheduler process raised an exception that no signature matches.",
+        summary="A child process (a scheduler, a worker) raised an error that no signature matches.",
         via=CHILD_FAILED,
         line_number=exc + 1,
         ready=log.ready,
@@ -2342,6 +2352,13 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
             line_number=marker + 1,
             ready=log.ready,
         )
+    own = None if report is None else next(
+        (k for k in log.hot_in(report + 1, len(lines), scan=True) if _CRASH.search(msgs[k])), None)
+    if own is not None:
+        # Ray prints a worker's own output after the driver's report that it died: a crash of its
+        # own there is the child's error (verl issue 472: "logging.cc: Unhandled exception: ... what():
+        # thread: Resource temporarily unavailable" below "The actor is dead")
+        return _unmatched_child_exception(log, own, report)
     if report is not None:
         return Diagnosis(
             failure_class=CHILD_FAILED,
