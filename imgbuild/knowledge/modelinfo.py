@@ -1357,8 +1357,8 @@ def _pixtral_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
 def _gemma4_vision_params(v: VisionGeometry, tp: int) -> tuple[float, int]:
     """Gemma 4's tower (sglang 0.5.23 models/gemma4_vision.py): the patch projection (no bias) and a
     position table of two axes, replicated; per layer a fused qkv (heads x head_dim = the width in the
-    published configs), o_proj, a gated gate_up / down MLP, all without biases and TP-sharded, q/k norms
-    and four RMSNorms; then gemma4_mm.py's embedding_projection into the text width."""
+    published configs), o_proj, a gated gate_up / down MLP, all without biases and TP-sharded, and four
+    RMSNorms; then gemma4_mm.py's embedding_projection into the text width."""
     d, inter = v.hidden_size, v.intermediate_size
     patch = v.in_channels * v.patch_size**2 * d + 2 * v.num_position_embeddings * d
     block_sharded = 3 * d * d + d * d + 2 * d * inter + inter * d
