@@ -540,9 +540,15 @@ def transformers_defaults() -> dict[str, Any]:
 SLIDING_WINDOW_PATTERN = {"gemma3_text": 6, "gemma2": 2}
 
 
+# keys a config class's __init__ takes under an older name before its defaults apply
+# (models/bloom/configuration_bloom.py: n_embed, popped from kwargs, is hidden_size)
+_INIT_ALIASES = {"bloom": {"n_embed": "hidden_size"}}
+
+
 def _with_class_defaults(cfg: dict[str, Any], model_type: str) -> dict[str, Any]:
     entry = transformers_defaults().get(model_type) or {}
-    filled = {**(entry.get("defaults") or {}), **cfg}
+    aliased = {new: cfg[old] for old, new in _INIT_ALIASES.get(model_type, {}).items() if old in cfg and new not in cfg}
+    filled = {**(entry.get("defaults") or {}), **cfg, **aliased}
     pattern = SLIDING_WINDOW_PATTERN.get(model_type)
     if pattern and filled.get("layer_types") is None and isinstance(filled.get("num_hidden_layers"), int):
         every = filled.get("sliding_window_pattern") if isinstance(filled.get("sliding_window_pattern"), int) else pattern
