@@ -472,10 +472,16 @@ def test_triage_imports_no_adapter_library():
 # LMDeploy, GPUStack, verl, FlashInfer threads; 19 tuned, 4 held out), the tuned part read 15 of 19 and the
 # new held-out logs 3 of 4 as first seen; the tuned misses were fixed from those logs alone (vLLM's
 # WorkerProc report, nvcc's "file(line): error:", Ollama's converter, Ray's C++ core crash printed after
-# the driver's report): 179 of 208, the same before and after.
+# the driver's report): 179 of 208, the same before and after. Of the 39 collected after that (Ascend and ROCm
+# launches, Windows and WSL users, cloud and cluster platforms; 33 tuned, 6 held out), the tuned part read 21
+# of 33 and the new held-out logs 5 of 6 as first seen (184 of 214); the tuned misses were fixed from those
+# logs alone (argparse's "--flag/-f", Triton-Ascend's MLIRCompilationError, Ascend's visible-device errors,
+# HCCL's bound port under its communicator failure, CTranslate2's OOM, Kubernetes' VLLM_PORT, a child
+# SIGKILLed in a CalledProcessError, Ollama's host-memory check, TEI's unsupported model, CloudWatch's
+# timestamp): 185 of 214.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 179 of 208 (0.861); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 185 of 214 (0.864); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

@@ -258,6 +258,8 @@ CATALOG: tuple[Signature, ...] = (
     Signature(
         NOT_ENOUGH_MEMORY,
         _re(
+            # Ollama's scheduler (llm/server.go) before it loads: the model's estimate against free host memory
+            r"model requires more system memory \([\d.]+ [KMGT]i?B\) than is available",
             # model_executor/pool_configurator.py (0.5.9-0.5.11)
             r"Not enough memory\. Please try to increase --mem-fraction-static",
             # 0.5.2x wording
@@ -356,6 +358,7 @@ CATALOG: tuple[Signature, ...] = (
             r"cudaErrorMemoryAllocation",
             # ggml's CUDA backend (llama.cpp, Ollama, LocalAI) allocating its buffers
             r"\bcudaMalloc failed: out of memory",
+            r"CUDA failed with error out of memory",  # CTranslate2 (Tabby, faster-whisper): its CUDA_CHECK
             # IPython / Jupyter name the exception beside the traceback's header (torch's OutOfMemoryError)
             r"^OutOfMemoryError\s+Traceback \(most recent call last\)",
             # the same code in the driver API (cuGetErrorName), in HIP, and cuBLAS failing its own
@@ -399,6 +402,9 @@ CATALOG: tuple[Signature, ...] = (
             r"model_type '?\w+'? not recognized",
             # other engines' registries: TGI's get_model, LMDeploy's pytorch engine and TurboMind's ARCH_MAP
             r"Unsupported model type \w+",
+            # text-embeddings-inference's Candle backend: "Could not start backend: Model is not supported ...
+            # unknown variant `gemma3_text`, expected one of `bert`, ..."
+            r"Could not start backend: Model is not supported",
             r"Can not found rewrite for architectures",
             r"KeyError: '\w+(?:ForCausalLM|ForConditionalGeneration)'",
             # a backend's own list ("Currently supported multi-modal models are llava, ... Got qwen2_vl.",
@@ -602,6 +608,11 @@ CATALOG: tuple[Signature, ...] = (
             # distributed and SGLang's --dist-init-addr start, cannot bind its port; the errno
             # that says why is often on the [W] lines above or cut (Cortex issue 42)
             r"The server socket has failed to listen on any local network address",
+            # HCCL (Ascend's NCCL) on its own listen port: "EJ0003 ... Failed to bind the IP port. Reason: The IP
+            # address and port have been bound already" (vllm-ascend issue 405), and HCCL's socket layer
+            # ("listen on ip[...] and specific port[16666] fail", vllm-ascend issue 4725)
+            r"Failed to bind the IP port\. Reason: The IP address and port have been bound already",
+            r"specific port\[\d+\] fail\. Please check the port status",
         ),
         "A port SGLang needs is already bound by another process.",
         (
@@ -703,7 +714,7 @@ CATALOG: tuple[Signature, ...] = (
             r"mlir::triton::\w+.{0,400}Assertion `",
             # Triton's front end refusing a kernel's source, and its MLIR pipeline failing on it
             # (triton/compiler/errors.py, triton/compiler/compiler.py)
-            r"triton\.compiler\.errors\.CompilationError",
+            r"triton\.compiler\.errors\.\w*CompilationError",  # also Triton-Ascend's MLIRCompilationError
             # torch/utils/cpp_extension.py building an extension: no CUDA toolkit, or another CUDA than torch's
             r"CUDA_HOME environment variable is not set",
             r"The detected CUDA version \([\d.]+\) mismatches the version that was used to compile\s+PyTorch",
@@ -735,7 +746,7 @@ CATALOG: tuple[Signature, ...] = (
             # for a diffusion model's audio VAE)
             r"[Aa]ttention backend '[\w-]+' is not supported by this",
             r"error: unrecognized arguments: ",
-            r"error: argument --[\w-]+: ",
+            r"error: argument --[\w-]+(?:/-\w+)?: ",  # "argument --quantization/-q: invalid choice"
             r"error: the following arguments are required",
             # clap (TGI's launcher, Rust CLIs): "error: unexpected argument '--x' found", "error: invalid value ..."
             r"^error: unexpected argument '--[\w-]+' found",
@@ -790,6 +801,10 @@ CATALOG: tuple[Signature, ...] = (
             # vLLM's platforms (cuda.py check_if_supports_dtype): the checkpoint's bfloat16 on a pre-Ampere GPU,
             # fixed by --dtype half (Qwen issue 913)
             r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0",
+            # a Kubernetes service named vllm injects VLLM_PORT=tcp://IP:PORT into the pod, which vLLM reads as its
+            # own port setting: refused by envs.py (0.7 on) or by int() before it
+            r"VLLM_PORT '[^']*' appears to be a URI",
+            r"invalid literal for int\(\) with base 10: 'tcp://[\w.-]+:\d+'",
         ),
         "This SGLang version refused the launch flags.",
         (
@@ -851,6 +866,12 @@ _NO_GPU = Signature(
         r"No supported accelerator \([^)]{0,200}\) available",
         r"No CUDA GPUs are available",
         r"No HIP GPUs are available",  # the same check (torch/cuda/__init__.py) in torch's ROCm build
+        # Ascend's runtime (CANN) on the devices it was given: ASCEND_RT_VISIBLE_DEVICES out of order (EE1001 under
+        # aclrtGetDeviceCount's 207004, gpustack issue 2527) or naming a device the host lacks (rtSetDevice's
+        # 107001 "device id error", gpustack issue 3352)
+        r"set ASCEND_RT_VISIBLE_DEVICES:\S* error, it must be configured in ascending order",
+        r"Set visible device failed, invalid device=\d+",
+        r"rtSetDevice:ErrCode=\d+, desc=\[device id error\]",
         # torch's lazy CUDA init (torch/cuda/__init__.py) asked for a device index CUDA_VISIBLE_DEVICES hides
         r"device >= 0 && device < num_gpus INTERNAL ASSERT FAILED",
         # the same init finding no device after the CUDA runtime said there was one (a container that
@@ -1276,7 +1297,8 @@ _PREFIX = re.compile(
     # scanned once per time in it
     r"|\[(?=[^\]]{0,200}\])[^\]]*\d{2}:\d{2}:\d{2}[^\]]*\]\s*"
     r"|\d{4}-\d{2}-\d{2} [\d:,.]+ - [\w.]+ - [A-Z]+ - "  # logging's default: "time - name - LEVEL - "
-    r"|\d{4}-\d{2}-\d{2}[ T][\d:,.]+Z?\s*(?:\|[^|]*\|\s*)*"  # 2025-07-02 16:41:31 | ERROR | x |, docker --timestamps
+    # 2025-07-02 16:41:31 | ERROR | x |, docker --timestamps, CloudWatch's "2023-12-15T20:06:10.216+01:00\t"
+    r"|\d{4}-\d{2}-\d{2}[ T][\d:,.]+(?:Z|[+-]\d{2}:?\d{2})?\s*(?:\|[^|]*\|\s*)*"
     r"|\(\w+ pid=\d+(?:, ip=[\w.-]+)?\)\s*"  # Ray workers: "(WorkerDict pid=616, ip=...)"
     r"|\[rank\d+\]:\s?"  # torch.distributed's per-rank prefix
     r"|[\w.-]+-\d+\s+\|\s"  # docker compose: "sglang-1  | "
@@ -1628,10 +1650,13 @@ def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
         return _JIT_SIGNATURE
     if sig is None and _is_import_chain(tb.frames):
         return _IMPORT
+    if sig is None and _KILLED.matches(text):  # "CalledProcessError: ... died with <Signals.SIGKILL: 9>"
+        return _KILLED
     return sig
 
 
 _JIT_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == JIT_BUILD_FAILED)
+_PORT_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == PORT_IN_USE)
 # the functions that run ninja for a kernel compiled at launch: torch/utils/cpp_extension.py
 # (_run_ninja_build, which flashinfer's older JIT and deepspeed use) and flashinfer/jit/cpp_ext.py
 # (run_ninja); a traceback through them is a build that failed, whatever its exception says
@@ -2426,7 +2451,12 @@ _WRAPPER = re.compile(r"^(?:[\w.]+\.)?CompilationError: ")
 
 
 def _wrapped_cause(log: _Log, i: int, sig: Signature, hi: int) -> tuple[int, Signature]:
-    """(i, sig), or the line below a wrapping exception that names its cause by another signature."""
+    """(i, sig), or the line below a wrapping exception that names its cause by another signature;
+    below a communicator's failure (NCCL, HCCL), a port already bound that made it fail."""
+    if sig.failure_class == NCCL:
+        below = next((k for k in log.hot_in(i + 1, min(hi, i + 12)) if log.match(k) is _PORT_SIGNATURE), None)
+        if below is not None:
+            return below, _PORT_SIGNATURE
     if not _WRAPPER.match(log.msgs[i]):
         return i, sig
     for k in log.hot_in(i + 1, min(hi, i + 12)):
