@@ -1656,7 +1656,6 @@ def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
 
 
 _JIT_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == JIT_BUILD_FAILED)
-_PORT_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == PORT_IN_USE)
 # the functions that run ninja for a kernel compiled at launch: torch/utils/cpp_extension.py
 # (_run_ninja_build, which flashinfer's older JIT and deepspeed use) and flashinfer/jit/cpp_ext.py
 # (run_ninja); a traceback through them is a build that failed, whatever its exception says
@@ -2454,9 +2453,9 @@ def _wrapped_cause(log: _Log, i: int, sig: Signature, hi: int) -> tuple[int, Sig
     """(i, sig), or the line below a wrapping exception that names its cause by another signature;
     below a communicator's failure (NCCL, HCCL), a port already bound that made it fail."""
     if sig.failure_class == NCCL:
-        below = next((k for k in log.hot_in(i + 1, min(hi, i + 12)) if log.match(k) is _PORT_SIGNATURE), None)
-        if below is not None:
-            return below, _PORT_SIGNATURE
+        for k in log.hot_in(i + 1, min(hi, i + 12)):
+            if (port := log.match(k)) is not None and port.failure_class == PORT_IN_USE:
+                return k, port
     if not _WRAPPER.match(log.msgs[i]):
         return i, sig
     for k in log.hot_in(i + 1, min(hi, i + 12)):
