@@ -478,10 +478,12 @@ def test_triage_imports_no_adapter_library():
 # logs alone (argparse's "--flag/-f", Triton-Ascend's MLIRCompilationError, Ascend's visible-device errors,
 # HCCL's bound port under its communicator failure, CTranslate2's OOM, Kubernetes' VLLM_PORT, a child
 # SIGKILLed in a CalledProcessError, Ollama's host-memory check, TEI's unsupported model, CloudWatch's
-# timestamp): 185 of 214.
+# timestamp): 185 of 214. Of the 9 collected after that (model makers' repositories, web pages; 8 tuned, 1 held
+# out), the tuned part read 6 of 8 and the new held-out log 1 of 1 as first seen; the tuned misses were fixed
+# from those logs alone (vLLM's Transformers fallback without the class, DeepGEMM missing): 186 of 215.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 185 of 214 (0.864); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 186 of 215 (0.865); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

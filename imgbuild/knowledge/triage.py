@@ -405,6 +405,8 @@ CATALOG: tuple[Signature, ...] = (
             # text-embeddings-inference's Candle backend: "Could not start backend: Model is not supported ...
             # unknown variant `gemma3_text`, expected one of `bert`, ..."
             r"Could not start backend: Model is not supported",
+            # vLLM's Transformers fallback (model_executor/models/registry.py) for a class neither side has
+            r"Cannot find model module\. '\w+' is not a registered model in the Transformers library",
             r"Can not found rewrite for architectures",
             r"KeyError: '\w+(?:ForCausalLM|ForConditionalGeneration)'",
             # a backend's own list ("Currently supported multi-modal models are llava, ... Got qwen2_vl.",
@@ -839,6 +841,8 @@ _IMPORT = Signature(
         r"cannot import name '[\w.]+' from '",  # Python's ImportError text, also pasted without its name
         # model_loader/loader.py, quantization/*: an optional package a flag needs is not installed
         r"library not found\. Please install it",
+        # vLLM's utils/deep_gemm.py when its FP8 kernels need a deep_gemm package that is missing or too old
+        r"DeepGEMM backend is not available or outdated",
         r"\bImportError: ",
         # torch._inductor (torch.compile) without an importable triton (torch/utils/_triton.py)
         r"Cannot find a working triton installation",
