@@ -480,10 +480,15 @@ def test_triage_imports_no_adapter_library():
 # SIGKILLed in a CalledProcessError, Ollama's host-memory check, TEI's unsupported model, CloudWatch's
 # timestamp): 185 of 214. Of the 9 collected after that (model makers' repositories, web pages; 8 tuned, 1 held
 # out), the tuned part read 6 of 8 and the new held-out log 1 of 1 as first seen; the tuned misses were fixed
-# from those logs alone (vLLM's Transformers fallback without the class, DeepGEMM missing): 186 of 215.
+# from those logs alone (vLLM's Transformers fallback without the class, DeepGEMM missing): 186 of 215. Of the
+# 13 collected after that (disaggregated and multi-node launches, quantized checkpoints, embedding servers; 10
+# tuned, 3 held out), one tuned log was dropped because its text does not hold the cause its label gives (TEI
+# 524: a missing tensor, labelled unsupported from the thread's title); the tuned part read 6 of 9 and the new
+# held-out logs 2 of 3 as first seen; the tuned misses were fixed from those logs alone (a --quantization the
+# checkpoint lacks, quantized shapes TP does not divide, SGLang's failed KV transfer): 188 of 218.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 186 of 215 (0.865); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 188 of 218 (0.862); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

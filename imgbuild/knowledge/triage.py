@@ -797,6 +797,11 @@ CATALOG: tuple[Signature, ...] = (
             # an engine's argument class called with an option its version dropped (vLLM's EngineArgs
             # without worker_use_ray from 0.7.0, as an RL framework's actor passes it: OpenRLHF PR 702)
             r"Args\.__init__\(\) got an unexpected keyword argument '\w+'",
+            # a --quantization method the checkpoint does not carry, or a TP size its quantized shapes do
+            # not divide into: vLLM's get_quant_config (model_loader/weight_utils.py, SGLang's copy in 0.3-0.4)
+            # and the AWQ / GPTQ create_weights checks
+            r"Cannot find the config file for \w+",
+            r"The input size is not aligned with the quantized weight shape\. This can be caused by too large tensor parallel size",
             # a launcher's pydantic spec refusing a value it was given ("Failed to parse profiler config: 1
             # validation error for DynamoGraphDeploymentRequestSpec", ai-dynamo issue 10007)
             r"Failed to parse [\w ]{0,40}config: \d+ validation errors? for \w+",
@@ -1346,7 +1351,10 @@ _CPP_EXCEPTION = re.compile(r"^Exception raised from \w+ at ")
 # refusal, the NVIDIA container toolkit's hook (pip's note on its resolver is advice, not a failure)
 _STATED_ERROR = re.compile(r"^(?:ERROR|Error): +(?!pip's dependency resolver)\S|\bError response from daemon: "
                            r"|\bpull access denied for \S|^nvidia-container-cli: [\w ]{1,40} error: ")
-_FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?\"?[Ff]ailed to [^:]{1,120}: (?:\w+: )?\w*(?:Error|Exception): ")
+_FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?\"?[Ff]ailed to [^:]{1,120}: (?:\w+: )?\w*(?:Error|Exception): "
+                          # SGLang's disaggregation ("Prefill transfer failed for request ... with exception
+                          # KVTransferError(bootstrap_room=...): Decode instance could be dead", Mooncake issue 2177)
+                          r"|^.{0,200}?\bfailed for request\b.{0,300} with exception \w*(?:Error|Exception)\(")
 # a process that crashed in native code: the shell's report, Python's faulthandler
 _CRASH = re.compile(r"\b[Ss]egmentation fault\b"
                     # SIGILL: a binary built for CPU instructions this CPU lacks (AVX2, AVX-512), as the shell
