@@ -460,3 +460,29 @@ def test_gemma4_reads_its_full_and_sliding_attention_shapes_as_sglang_does() -> 
     assert info.parameter_breakdown["attention"] == 10 * full + 50 * sliding
     # the index beside the published checkpoint: total_size 62,546,177,752
     assert abs(info.weight_bytes / 62_546_177_752 - 1) < 1e-4
+
+
+@pytest.mark.parametrize(("rope", "derived"), [
+    pytest.param(None, 32768, id="no-rope-scaling"),
+    pytest.param({"type": "linear", "factor": 2.0}, 65536, id="linear-factor"),
+    pytest.param({"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}, 32768, id="yarn-original"),
+    pytest.param({"rope_type": "llama3", "factor": 8.0}, 32768, id="llama3"),
+])
+def test_context_length_is_derived_as_sglang_derives_it(tmp_path: Path, rope: dict | None, derived: int) -> None:
+    """hf_transformers/common.py get_context_length (0.5.1 to 0.5.23): the factor of a rope_scaling without
+    original_max_position_embeddings (and not llama3's) multiplies the length. SGLang 0.5.11's and 0.5.23's own
+    ModelConfig read 65536 and 32768 for the linear and yarn variants of this config."""
+    config = json.loads((PLAN_MODELS / "qwen2.5-7b-instruct" / "config.json").read_text())
+    config["rope_scaling"] = rope
+    g = inspect_model(str(write_config(tmp_path, config))).geometry
+    assert (g.max_position_embeddings, g.context_length) == (32768, derived)
+
+
+def test_gemma3_context_follows_the_releases_transformers() -> None:
+    """gemma-3-4b-it's text config has rope_scaling {factor 8, linear}: SGLang 0.5.9 (transformers 4.57) derives
+    1,048,576; 0.5.11 and 0.5.23 (transformers 5 moves it into per-layer-type rope parameters) 131,072, as their
+    ModelConfig reads it (tests/test_sglang_oracle.py)."""
+    from imgbuild.knowledge.memory import derived_context
+
+    g = inspect_model(str(PLAN_MODELS / "gemma-3-4b-it")).geometry
+    assert [derived_context(g, v) for v in ("0.4.4.post2", "0.5.9", "0.5.11", "0.5.23")] == [1048576, 1048576, 131072, 131072]

@@ -147,12 +147,14 @@ def test_plan_agrees_with_sglangs_own_prepare_server_args(sglang_release: tuple[
     assert unexplained == {}
 
 
-def _compared_shapes(folder: Path, sglang: dict) -> dict[str, tuple[object, object]]:
+def _compared_shapes(folder: Path, sglang: dict, version: str) -> dict[str, tuple[object, object]]:
     """The shapes plan reads from one config, beside what SGLang's ModelConfig read: those that differ."""
+    from imgbuild.knowledge.memory import derived_context
     from imgbuild.knowledge.modelinfo import inspect_model
 
     g = inspect_model(str(folder)).geometry
-    ours: dict[str, object] = {"hidden_size": g.hidden_size, "num_hidden_layers": g.num_layers, "vocab_size": g.vocab_size}
+    ours: dict[str, object] = {"hidden_size": g.hidden_size, "num_hidden_layers": g.num_layers, "vocab_size": g.vocab_size,
+                               "context_len": derived_context(g, version)}
     if not g.mla:  # MLA pools are sized from kv_lora_rank, which ModelConfig does not report as head_dim
         ours |= {"head_dim": g.head_dim, "num_kv_heads": g.num_kv_heads}
     if sglang.get("swa_layers") is not None:  # a hybrid SWA pool in this release: its two shapes
@@ -165,7 +167,7 @@ def _compared_shapes(folder: Path, sglang: dict) -> dict[str, tuple[object, obje
 def test_model_shapes_agree_with_sglangs_own_model_config(sglang_release: tuple[str, str], tmp_path: Path) -> None:
     """Every published config in tests/data read by SGLang's ModelConfig (tests/oracle/sglang_model_shapes.py)
     and by plan: the width, depth, vocabulary, KV heads and head dim, and the sliding-window split, which
-    size the KV pool. A config this release cannot read (an architecture it lacks, remote code) is counted apart."""
+    size the KV pool, and the context length SGLang derives (which sizes the ReqToTokenPool). A config this release cannot read (an architecture it lacks, remote code) is counted apart."""
     import json
 
     version, python = sglang_release
@@ -180,7 +182,7 @@ def test_model_shapes_agree_with_sglangs_own_model_config(sglang_release: tuple[
                          capture_output=True, text=True, timeout=600, check=True)
     read = {Path(k): v for k, v in json.loads(out.stdout.splitlines()[-1]).items()}
     unread = [f.name for f, v in read.items() if "error" in v]
-    differing = {f.name: d for f, v in read.items() if "error" not in v and (d := _compared_shapes(f, v))}
+    differing = {f.name: d for f, v in read.items() if "error" not in v and (d := _compared_shapes(f, v, version))}
     print(f"\nsglang {version}: ModelConfig read {len(read) - len(unread)} of {len(read)} configs; plan's shapes "
           f"agree on {len(read) - len(unread) - len(differing)}; unread here: {', '.join(unread)}")
     assert len(read) - len(unread) >= 40

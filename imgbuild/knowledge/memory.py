@@ -1228,17 +1228,32 @@ def _speculative_defaults(inp: MemoryInputs, algo: str | None) -> tuple[int | No
     return mrr_flag, draft_tokens
 
 
+# transformers 5 turns Gemma 3's rope_scaling into rope parameters per layer type, where SGLang's
+# get_context_length finds no factor: 131072 for gemma-3-4b-it under 0.5.11 and 0.5.23, 1048576 under 0.5.9
+# (SGLang's own ModelConfig, tests/oracle/sglang_model_shapes.py). matrix.yaml's pins: transformers 5 from
+# 0.5.10 (5.3.0), and 5.0.0rc0 in 0.5.6.post1 alone.
+_ROPE_PER_LAYER_TYPE = frozenset({"gemma3", "gemma3_text"})
+
+
+def derived_context(g: ModelGeometry, version: str) -> int:
+    """The context length SGLang ``version`` derives for the model under the transformers it pins."""
+    transformers5 = _vkey(version) >= _vkey("0.5.10") or version == "0.5.6.post1"
+    if transformers5 and g.model_type in _ROPE_PER_LAYER_TYPE:
+        return g.context_length_unscaled or g.max_position_embeddings
+    return g.context_length or g.max_position_embeddings
+
+
 def _context_length(inp: MemoryInputs, out: _Outcome) -> int:
     """The context length (configs/model_config.py _derive_context_length): a longer one is refused."""
-    derived_context = inp.geometry.max_position_embeddings
-    if inp.context_length and inp.context_length > derived_context:
+    derived = derived_context(inp.geometry, inp.rules.version)
+    if inp.context_length and inp.context_length > derived:
         out.refuse(
             f"ValueError: Warning: User-specified context_length ({inp.context_length}) is greater than the derived "
-            f"context_length ({derived_context}). This may lead to incorrect model outputs or CUDA errors. Note that the "
+            f"context_length ({derived}). This may lead to incorrect model outputs or CUDA errors. Note that the "
             "derived context_length may differ from max_position_embeddings in the model's config. To allow overriding "
             "this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
         )
-    return inp.context_length or derived_context
+    return inp.context_length or derived
 
 
 _MAMBA2_ARCHS = frozenset({"FalconH1ForCausalLM", "NemotronHForCausalLM", "NemotronH_Nano_VL_V2"})

@@ -109,6 +109,10 @@ class ModelGeometry:
     tie_word_embeddings: bool
     dtype_bytes: int  # as SGLang serves it: float32 checkpoints load in bfloat16
     dtype: str = "bfloat16"  # the checkpoint dtype's name as the config spells it
+    # the context length SGLang derives from the config (derived_context_length): with rope_scaling's factor
+    # as transformers 4 passes it on, and without (transformers 5 nests Gemma 3's per layer type); 0: unread
+    context_length: int = 0
+    context_length_unscaled: int = 0
     attn_output_gate: bool = False
     # Gemma 4's full-attention layers keep no v_proj in the checkpoint (attention_k_eq_v: V is K);
     # SGLang's qkv_proj still holds V's rows (models/gemma4_causal.py loads K into them)
@@ -1057,7 +1061,7 @@ def read_geometry(
         num_layers=layers,
         vocab_size=read_int(text, "vocab_size", "padded_vocab_size", default=read_int(config, "vocab_size", default=0)),
         intermediate_size=intermediate,
-        max_position_embeddings=read_int(text, "max_position_embeddings", "max_sequence_length", "seq_length", default=2048),
+        **_context_fields(text),
         tie_word_embeddings=bool(config.get("tie_word_embeddings", text.get("tie_word_embeddings", False))),
         # SGLang serves float32 checkpoints in bfloat16 (configs/model_config.py _get_and_verify_dtype)
         dtype_bytes=min(DTYPE_BYTES.get(dtype_name.replace("torch.", ""), 2), 2),
@@ -1203,6 +1207,33 @@ def describe_model(config: dict[str, Any], index: dict[str, Any] | None, *, sour
         weight_bytes_source=bytes_source,
         parameter_breakdown=breakdown,
     )
+
+
+# hf_transformers/common.py CONTEXT_LENGTH_KEYS (0.5.1 to 0.5.23 alike): the first one the text config has
+_CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
+
+
+def _context_fields(text: dict[str, Any]) -> dict[str, int]:
+    return {
+        "max_position_embeddings": read_int(text, "max_position_embeddings", "max_sequence_length", "seq_length",
+                                            default=2048),
+        "context_length": derived_context_length(text),
+        "context_length_unscaled": derived_context_length(text, rope_factor=False),
+    }
+
+
+def derived_context_length(text: dict[str, Any], *, rope_factor: bool = True) -> int:
+    """The context length SGLang derives (hf_transformers/common.py get_context_length, the same from 0.5.1
+    to 0.5.23): the first of _CONTEXT_LENGTH_KEYS, times rope_scaling's factor unless rope_scaling names
+    original_max_position_embeddings or is llama3's; 2048 without any."""
+    rope = text.get("rope_scaling") or text.get("rope_parameters")
+    factor: float = 1
+    if rope_factor and isinstance(rope, dict) and rope:
+        factor = rope.get("factor", 1) if isinstance(rope.get("factor", 1), (int, float)) else 1
+        if "original_max_position_embeddings" in rope or "llama3" in (rope.get("rope_type"), rope.get("type")):
+            factor = 1
+    value = next((text[k] for k in _CONTEXT_LENGTH_KEYS if isinstance(text.get(k), int)), None)
+    return int(factor * value) if value is not None else 2048
 
 
 def sliding_window(text: dict[str, Any]) -> int | None:

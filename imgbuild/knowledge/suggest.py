@@ -12,7 +12,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from imgbuild.knowledge.memory import MemoryInputs, MemoryPlan, plan_memory, served_kv_cache_dtype, startup_allowance_gib
+from imgbuild.knowledge.memory import (
+    MemoryInputs,
+    MemoryPlan,
+    derived_context,
+    plan_memory,
+    served_kv_cache_dtype,
+    startup_allowance_gib,
+)
 
 
 @dataclass(frozen=True)
@@ -161,7 +168,7 @@ def _starts(base: MemoryInputs, plan: MemoryPlan) -> list[_Start]:
     error asks for (both of them for the radix cache rule of 0.5.10-0.5.13)."""
     starts: list[_Start] = [((), [], 0, base)]
     if plan.refusal and "context_length" in plan.refusal:
-        ctx = base.geometry.max_position_embeddings
+        ctx = derived_context(base.geometry, base.rules.version)
         starts = [(("--context-length", str(ctx)), ["the model's context length"], COST_CONTEXT,
                    replace(base, context_length=ctx))]
     if plan.refusal and "radix cache" in plan.refusal:

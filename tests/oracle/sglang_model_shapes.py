@@ -4,7 +4,7 @@ that has the real sglang stack installed, and prints the shapes SGLang sizes the
 Stands in for nothing: ModelConfig needs no GPU to read a config. Each argument is a folder holding
 one config.json. Prints one JSON object: {folder: {"hidden_size", "num_hidden_layers", "vocab_size",
 "head_dim", "v_head_dim", "num_kv_heads", "hybrid_swa", "swa_layers", "full_layers", "swa_head_dim",
-"swa_num_kv_heads", "attention_arch"} or {"error": text}} (an error where this release cannot read it:
+"swa_num_kv_heads", "attention_arch", "context_len"} or {"error": text}} (an error where this release cannot read it:
 an architecture it lacks, a config needing remote code).
 
 Usage: VENV/bin/python tests/oracle/sglang_model_shapes.py DIR [DIR ...]
@@ -44,6 +44,7 @@ def shapes(folder: str) -> dict:
         "swa_head_dim": getattr(cfg, "swa_head_dim", None),
         "swa_num_kv_heads": swa_heads,
         "attention_arch": str(getattr(cfg, "attention_arch", "")),
+        "context_len": cfg.context_len,
     }
 
 
