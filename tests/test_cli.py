@@ -135,3 +135,12 @@ def test_publish_reads_the_registry_ca_under_its_old_name_too(tmp_path: Path) ->
     for name in ("--registry-ca", "--ca-bundle"):
         done = imgbuild("publish", "img", "--to", "127.0.0.1:1/x", name, missing)
         assert done.returncode == 2 and f"'{name}'" in done.stderr and "does not exist" in done.stderr, done.stderr
+
+
+def test_plan_says_what_it_does_not_model_for_lfm2() -> None:
+    # LiquidAI's LFM2-1.2B (tests/data/published_sizes/lfm2-1.2b): SGLang's ModelConfig keeps KV for 6 of its 16
+    # layers (tests/test_sglang_oracle.py SHAPES_KNOWN); plan counts all 16 and says so
+    lfm2 = Path(__file__).parent / "data" / "published_sizes" / "lfm2-1.2b"
+    done = imgbuild("plan", str(lfm2), "--gpu", "L4", "--sglang", "0.5.23")
+    assert done.returncode == 0, done.stderr
+    assert "LFM2's short-convolution layers are not modelled" in done.stdout

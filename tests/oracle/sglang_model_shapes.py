@@ -4,7 +4,8 @@ that has the real sglang stack installed, and prints the shapes SGLang sizes the
 Stands in for nothing: ModelConfig needs no GPU to read a config. Each argument is a folder holding
 one config.json. Prints one JSON object: {folder: {"hidden_size", "num_hidden_layers", "vocab_size",
 "head_dim", "v_head_dim", "num_kv_heads", "hybrid_swa", "swa_layers", "full_layers", "swa_head_dim",
-"swa_num_kv_heads", "attention_arch", "context_len"} or {"error": text}} (an error where this release cannot read it:
+"swa_num_kv_heads", "attention_arch", "context_len", "kv_lora_rank", "qk_rope_head_dim", "full_attention_layers"}
+or {"error": text}} (an error where this release cannot read it:
 an architecture it lacks, a config needing remote code).
 
 Usage: VENV/bin/python tests/oracle/sglang_model_shapes.py DIR [DIR ...]
@@ -45,7 +46,16 @@ def shapes(folder: str) -> dict:
         "swa_num_kv_heads": swa_heads,
         "attention_arch": str(getattr(cfg, "attention_arch", "")),
         "context_len": cfg.context_len,
+        # MLA's latent cache (kv_lora_rank + qk_rope_head_dim a token and layer)
+        "kv_lora_rank": getattr(cfg, "kv_lora_rank", None),
+        "qk_rope_head_dim": getattr(cfg, "qk_rope_head_dim", None),
+        # a hybrid linear-attention model's KV layers (configs/qwen3_next.py and the like)
+        "full_attention_layers": _count(getattr(text, "full_attention_layer_ids", None)),
     }
+
+
+def _count(ids: object) -> int | None:
+    return len(ids) if isinstance(ids, (list, tuple)) else None
 
 
 def main() -> None:
