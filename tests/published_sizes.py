@@ -3,8 +3,8 @@ and scripts/bench_model_sizes.py.
 
 A case is a model folder under tests/data whose SOURCE.md cites config.json's origin and quotes the
 checkpoint's `"total_size": N` (model.safetensors.index.json's metadata, vendored in a public
-repository it names) or, for a single-file checkpoint, its Git LFS pointer's `"size N"` (the file's
-bytes: the tensors plus a safetensors header of kilobytes). The config is copied alone into a scratch folder, so imgbuild counts it as
+repository it names) or, for a single-file checkpoint, its Git LFS pointer's `"size N"` or a Hub file
+listing's `"size": N` (the file's bytes: the tensors plus a safetensors header of kilobytes). The config is copied alone into a scratch folder, so imgbuild counts it as
 a local copy without its index: from the shapes (and the quantization config), never the index.
 """
 
@@ -21,7 +21,7 @@ from imgbuild.knowledge.modelinfo import inspect_model
 
 DATA = Path(__file__).resolve().parent / "data"
 MODEL_ROOTS = (DATA / "models", DATA / "plan_logs" / "models", DATA / "published_sizes")
-_TOTAL_SIZE = re.compile(r'"total_size":\s*(\d+)|"size (\d+)"')
+_TOTAL_SIZE = re.compile(r'"total_size":\s*(\d+)|"size (\d+)"|"size":\s*(\d+)')
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def cases() -> list[SizeCase]:
         for source in sorted(root.glob("*/SOURCE.md")):
             m = _TOTAL_SIZE.search(source.read_text(encoding="utf-8"))
             if m and (source.parent / "config.json").is_file():
-                found.append(SizeCase(source.parent.name, source.parent, int(m.group(1) or m.group(2))))
+                found.append(SizeCase(source.parent.name, source.parent, int(m.group(1) or m.group(2) or m.group(3))))
     return found
 
 

@@ -137,10 +137,12 @@ def test_publish_reads_the_registry_ca_under_its_old_name_too(tmp_path: Path) ->
         assert done.returncode == 2 and f"'{name}'" in done.stderr and "does not exist" in done.stderr, done.stderr
 
 
-def test_plan_says_what_it_does_not_model_for_lfm2() -> None:
-    # LiquidAI's LFM2-1.2B (tests/data/published_sizes/lfm2-1.2b): SGLang's ModelConfig keeps KV for 6 of its 16
-    # layers (tests/test_sglang_oracle.py SHAPES_KNOWN); plan counts all 16 and says so
+def test_plan_keeps_kv_only_for_lfm2s_attention_layers() -> None:
+    # LiquidAI's LFM2-1.2B (tests/data/published_sizes/lfm2-1.2b): 6 attention layers of 16 hold KV (SGLang's
+    # ModelConfig says the same, tests/test_sglang_oracle.py), the 10 ShortConv layers a conv state each
+    # (sglang configs/lfm2.py: the full width x (conv_L_cache - 1), no SSM state)
     lfm2 = Path(__file__).parent / "data" / "published_sizes" / "lfm2-1.2b"
     done = imgbuild("plan", str(lfm2), "--gpu", "L4", "--sglang", "0.5.23")
     assert done.returncode == 0, done.stderr
-    assert "LFM2's short-convolution layers are not modelled" in done.stdout
+    assert "(12288 B/token)" in done.stdout  # 6 layers x 8 KV heads x 64 x (K, V) x 2 bytes
+    assert "conv_state size / ssm_state size" in done.stdout and "/ 0.00" in done.stdout

@@ -148,10 +148,7 @@ def test_plan_agrees_with_sglangs_own_prepare_server_args(sglang_release: tuple[
 
 
 # configs whose shapes plan knowingly reads apart from SGLang, and why
-SHAPES_KNOWN = {
-    "lfm2-1.2b": "LFM2's short-convolution layers (full_attn_idxs names its 6 attention layers of 16) are not "
-                 "modelled: plan counts every layer as attention, a KV cell 16/6 of SGLang's, and no conv state",
-}
+SHAPES_KNOWN: dict[str, str] = {}
 
 
 def _compared_shapes(folder: Path, sglang: dict, version: str) -> dict[str, tuple[object, object]]:

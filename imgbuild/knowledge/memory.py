@@ -1980,11 +1980,6 @@ def _verdict(
                 f"caps each request at {tokens - 1} tokens, so one full-length request cannot be served"
             )
             out.context_short = inp.context_length is not None
-    if g.model_type == "lfm2":
-        out.notes.append(
-            "LFM2's short-convolution layers are not modelled: plan counts every layer as attention (SGLang keeps "
-            "KV only for the layers full_attn_idxs names, and a conv state for the rest), so the pool may hold more tokens"
-        )
     if hybrid_swa_unsized(g, inp.rules.version) and not inp.disable_hybrid_swa_memory:
         out.notes.append(
             f"SGLang {inp.rules.version} splits the KV pool of {g.architecture} into full-attention and "

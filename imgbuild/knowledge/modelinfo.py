@@ -56,7 +56,8 @@ HYBRID_GDN_ARCHITECTURES = frozenset({
     "Qwen3_5ForCausalLM",
     "Qwen3_5MoeForCausalLM",
 })  # fmt: skip
-LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
+# LFM2's short-convolution layers are "conv" (configuration_lfm2.py) or "short_conv" (sglang configs/lfm2.py)
+LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet", "conv", "short_conv")
 MODELLED_VISION = frozenset({"qwen3-vl", "qwen2.5-vl", "qwen2-vl", "siglip", "mllama", "clip", "moonvit", "gemma4", "pixtral"})  # towers counted from their shapes
 
 
@@ -129,7 +130,7 @@ class ModelGeometry:
     linear_key_head_dim: int = 0
     linear_value_head_dim: int = 0
     linear_conv_kernel_dim: int = 4
-    linear_kind: str = "gated_deltanet"  # or "mamba2"
+    linear_kind: str = "gated_deltanet"  # or "mamba2", or "short_conv" (LFM2)
     # NemotronH's layers are one block each (a mixer or an MLP, one norm): the dense MLP layers
     # counted apart (None: every layer that is not MoE), norms per layer, and its MLPs and experts
     # as up / down without a gate (models/nemotron_h.py NemotronHMLP, is_gated=False)
@@ -545,14 +546,21 @@ SLIDING_WINDOW_PATTERN = {"gemma3_text": 6, "gemma2": 2}
 
 
 # keys a config class's __init__ takes under an older name before its defaults apply
-# (models/bloom/configuration_bloom.py: n_embed, popped from kwargs, is hidden_size)
-_INIT_ALIASES = {"bloom": {"n_embed": "hidden_size"}}
+# (models/bloom/configuration_bloom.py: n_embed, popped from kwargs, is hidden_size; models/lfm2/
+# configuration_lfm2.py: block_ff_dim is intermediate_size, tie_embedding tie_word_embeddings)
+_INIT_ALIASES = {"bloom": {"n_embed": "hidden_size"},
+                 "lfm2": {"block_ff_dim": "intermediate_size", "tie_embedding": "tie_word_embeddings"}}
 
 
 def _with_class_defaults(cfg: dict[str, Any], model_type: str) -> dict[str, Any]:
     entry = transformers_defaults().get(model_type) or {}
     aliased = {new: cfg[old] for old, new in _INIT_ALIASES.get(model_type, {}).items() if old in cfg and new not in cfg}
     filled = {**(entry.get("defaults") or {}), **cfg, **aliased}
+    if model_type == "lfm2" and filled.get("layer_types") is None and isinstance(filled.get("num_hidden_layers"), int):
+        # Lfm2Config.__post_init__: full_attn_idxs (default: every layer) name the attention layers, the rest "conv"
+        idxs = filled.get("full_attn_idxs")
+        idxs = set(idxs if isinstance(idxs, list) else range(filled["num_hidden_layers"]))
+        filled["layer_types"] = ["full_attention" if i in idxs else "conv" for i in range(filled["num_hidden_layers"])]
     pattern = SLIDING_WINDOW_PATTERN.get(model_type)
     if pattern and filled.get("layer_types") is None and isinstance(filled.get("num_hidden_layers"), int):
         every = filled.get("sliding_window_pattern") if isinstance(filled.get("sliding_window_pattern"), int) else pattern
@@ -980,7 +988,7 @@ def _attention_shapes(text: dict[str, Any], *, arch: str, model_type: str, hidde
         "v_head_dim": read_int(text, "v_head_dim", default=head_dim) if mla else head_dim,
         "attn_output_gate": bool(text.get("attn_output_gate", False)),
         "attention_k_eq_v": bool(text.get("attention_k_eq_v", False)),
-        "qk_norm": model_type.startswith(("qwen3", "qwen3_5")) or arch.startswith("Qwen3"),
+        "qk_norm": model_type.startswith(("qwen3", "qwen3_5", "lfm2")) or arch.startswith("Qwen3"),
         "qkv_bias": model_type.startswith("qwen2") or model_type == "qwen" or bool(text.get("attention_bias", False)),
         "mla": mla,
         "kv_lora_rank": read_int(text, "kv_lora_rank", default=0),
@@ -998,6 +1006,42 @@ def _attention_shapes(text: dict[str, Any], *, arch: str, model_type: str, hidde
 # and codegen (fc_in / fc_out), opt and phi (fc1 / fc2), mpt and nemotron (up_proj / down_proj)
 _TWO_MATRIX_MLP = frozenset({"falcon", "persimmon", "fuyu", "gpt_neox", "bloom", "gpt2", "gpt_bigcode",
                              "starcoder2", "gptj", "codegen", "opt", "phi", "mpt", "nemotron"})
+
+
+def _intermediate(text: dict[str, Any], *, model_type: str, hidden: int) -> int:
+    """The dense MLP's width as the model builds it."""
+    intermediate = read_int(text, "intermediate_size", "ffn_hidden_size", default=4 * hidden) or 4 * hidden
+    if model_type == "qwen":
+        return intermediate // 2  # the first Qwen's config counts w1 and w2 together (models/qwen.py QWenMLP)
+    return _lfm2_ff_dim(text, intermediate) if model_type == "lfm2" else intermediate
+
+
+def _lfm2_ff_dim(text: dict[str, Any], intermediate: int) -> int:
+    """transformers' Lfm2MLP (modeling_lfm2.py): two thirds of the configured width, times the
+    multiplier, up to a multiple of block_multiple_of, when block_auto_adjust_ff_dim (the default)."""
+    if not text.get("block_auto_adjust_ff_dim", True):
+        return intermediate
+    ff = int(2 * intermediate / 3)
+    multiplier = text.get("block_ffn_dim_multiplier", 1.0)
+    if multiplier is not None:
+        step = read_int(text, "block_multiple_of", default=256) or 1
+        ff = int(multiplier * ff)
+        ff = step * ((ff + step - 1) // step)
+    return ff
+
+
+def _short_conv_shapes(text: dict[str, Any], hidden: int) -> dict[str, Any]:
+    """LFM2's ShortConv layers in the linear-attention fields: a conv state of the full width and no SSM
+    state, as sglang configs/lfm2.py mamba2_cache_params builds its Mamba2StateShape (intermediate_size =
+    hidden, state_size 0, conv_kernel = conv_L_cache)."""
+    return {
+        "linear_kind": "short_conv",
+        "linear_num_key_heads": 1,
+        "linear_key_head_dim": 0,
+        "linear_num_value_heads": 1,
+        "linear_value_head_dim": hidden,
+        "linear_conv_kernel_dim": read_int(text, "conv_L_cache", default=3),
+    }
 
 
 def _layer_shapes(text: dict[str, Any], *, arch: str, model_type: str, layers: int, intermediate: int
@@ -1025,6 +1069,7 @@ def _layer_shapes(text: dict[str, Any], *, arch: str, model_type: str, layers: i
         "mtp_has_own_embeddings": arch.startswith("Deepseek") and mtp > 0,
         "mlp_matrices": 2 if model_type in _TWO_MATRIX_MLP else 3,
         **(_mamba2_shapes(text, pattern, layers) if pattern is not None else {}),
+        **(_short_conv_shapes(text, read_int(text, "hidden_size", default=0)) if model_type.startswith("lfm2") else {}),
     }
 
 
@@ -1047,9 +1092,7 @@ def read_geometry(
     hidden = read_int(text, "hidden_size", "d_model", "n_embd", default=0)
     layers = read_int(text, "num_hidden_layers", "n_layer", "num_layers", default=0)
     heads = read_int(text, "num_attention_heads", "n_head", default=0)
-    intermediate = read_int(text, "intermediate_size", "ffn_hidden_size", default=4 * hidden) or 4 * hidden
-    if model_type == "qwen":
-        intermediate //= 2  # the first Qwen's config counts w1 and w2 together (models/qwen.py QWenMLP)
+    intermediate = _intermediate(text, model_type=model_type, hidden=hidden)
     dtype_name = config_dtype(config, text)
     vision = _vision_geometry(config.get("vision_config"), model_type=model_type, text_hidden=hidden,
                               feature_layer=config.get("vision_feature_layer"),
@@ -1165,6 +1208,7 @@ def _features(g: ModelGeometry) -> tuple[str, ...]:
     flags = (
         ("gdn-hybrid", g.linear_attention_layers > 0 and g.linear_kind == "gated_deltanet"),
         ("mamba2-hybrid", g.linear_attention_layers > 0 and g.linear_kind == "mamba2"),
+        ("conv-hybrid", g.linear_attention_layers > 0 and g.linear_kind == "short_conv"),
         ("mtp", g.mtp_layers > 0),
         ("mla", g.kv_lora_rank > 0),
         ("moe", g.num_experts > 0),
@@ -1323,6 +1367,9 @@ def linear_attention_params(g: ModelGeometry, tp: int) -> tuple[float, int]:
     key_dim = g.linear_num_key_heads * g.linear_key_head_dim
     value_dim = g.linear_num_value_heads * g.linear_value_head_dim
     conv_dim = 2 * key_dim + value_dim
+    if g.linear_kind == "short_conv":  # models/lfm2.py ShortConv: in_proj to B, C, x; a depthwise conv; out_proj
+        sharded = 3 * h * h + h * g.linear_conv_kernel_dim + h * h
+        return sharded / tp, sharded
     if g.linear_kind == "mamba2":
         sharded = h * (conv_dim + value_dim + g.linear_num_value_heads)  # in_proj x B C, z, dt
         sharded += conv_dim * (g.linear_conv_kernel_dim + 1)  # conv1d weight and bias
