@@ -1258,6 +1258,7 @@ _CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "mod
 
 
 def _context_fields(text: dict[str, Any]) -> dict[str, int]:
+    """The configured length and the lengths SGLang derives from it, with and without rope_scaling's factor."""
     return {
         "max_position_embeddings": read_int(text, "max_position_embeddings", "max_sequence_length", "seq_length",
                                             default=2048),
