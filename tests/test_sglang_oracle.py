@@ -197,3 +197,24 @@ def test_model_shapes_agree_with_sglangs_own_model_config(sglang_release: tuple[
           f"({', '.join(sorted(set(differing) - set(unexplained)))}); unread here: {', '.join(unread)}")
     assert len(read) - len(unread) >= 40
     assert unexplained == {}
+
+
+# flag sets whose outcome or defaults depend on how a hybrid's state cache is kept: LFM2's ShortConv state
+# has no extra_buffer form, and its one state head divides under any TP
+CONV_HYBRID_CASES = [[], ["--disable-radix-cache"], ["--mem-fraction-static", "0.8"], ["--max-running-requests", "64"],
+                     ["--context-length", "200000"], ["--chunked-prefill-size", "1024"], ["--page-size", "16"],
+                     ["--mamba-scheduler-strategy", "extra_buffer"]]
+
+
+@pytest.mark.network
+def test_plan_agrees_with_sglang_on_a_conv_hybrid(sglang_release: tuple[str, str]) -> None:
+    """LiquidAI's LFM2-1.2B (tests/data/published_sizes/lfm2-1.2b) at TP 2 through SGLang's own parser: the
+    outcome, its message and the resolved defaults (the mamba scheduler strategy, the radix cache)."""
+    from differential import run
+
+    version, python = sglang_release
+    model = str(ROOT / "tests" / "data" / "published_sizes" / "lfm2-1.2b")
+    report = run(python, version, CONV_HYBRID_CASES, model=model)
+    differing = {" ".join(r["flags"]): r["differs"] for r in report["rows"] if r["differs"]}
+    print(f"\nsglang {version}: LFM2-1.2B, plan agrees with SGLang's parser on {report['agree']} of {report['cases']}")
+    assert differing == {}

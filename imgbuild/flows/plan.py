@@ -252,7 +252,11 @@ def check_parallelism(g: ModelGeometry, launch: LaunchConfig, gpu_count: int, gp
             f"--tp-size {attn_tp} and the {kv} KV heads of {g.architecture}: one must divide the other",
             hint="SGLang asserts this in the attention layer (models/*.py num_kv_heads)",
         )
-    for what, heads in (("linear-attention key", g.linear_num_key_heads), ("linear-attention value", g.linear_num_value_heads)):
+    # LFM2's ShortConv state is one head of the full width: sglang configs/lfm2.py passes num_heads=tp_size
+    # to Mamba2StateShape so that divide() holds for any TP
+    linear_heads = () if g.linear_kind == "short_conv" else (
+        ("linear-attention key", g.linear_num_key_heads), ("linear-attention value", g.linear_num_value_heads))
+    for what, heads in linear_heads:
         if heads and heads % attn_tp:
             raise UsageError(
                 f"--tp-size {attn_tp} does not divide the {heads} {what} heads of {g.architecture}",

@@ -1275,6 +1275,13 @@ def _radix_unsupported(version: str, architecture: str, algo: str | None) -> str
     return None
 
 
+# hybrids whose mamba cache has no extra_buffer form: LFM2's conv state (0.5.9 and 0.5.11 server_args.py
+# _handle_mamba_radix_cache(support_mamba_cache_extra_buffer=False) asserts "mamba extra_buffer is not supported
+# for Lfm2ForCausalLM model"; 0.5.23 arg_groups/overrides.py _MAMBA_EXTRA_BUFFER_ARCHS lacks it, so "auto"
+# resolves no_buffer), as SGLang's own parser answers for these releases (tests/oracle)
+_NO_MAMBA_EXTRA_BUFFER = frozenset({"Lfm2ForCausalLM"})
+
+
 def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tuple[bool, str | None, int]:
     """(radix cache on, mamba scheduler strategy, page size) for a hybrid model with speculation
     (server_args.py _handle_mamba_radix_cache; 0.5.14+: _handle_mamba_radix_cache /
@@ -1290,7 +1297,8 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
             # arg_groups/overrides.py _mamba_radix_cache_resolution): left "auto" without a radix
             # cache; extra_buffer needs overlap or paging and supports_mamba_cache_extra_buffer
             # (the triton linear-attention backend)
-            extra = (not inp.disable_overlap_schedule or page_size > 1) and inp.linear_attn_backend == "triton"
+            extra = (not inp.disable_overlap_schedule or page_size > 1) and inp.linear_attn_backend == "triton" \
+                and g.architecture not in _NO_MAMBA_EXTRA_BUFFER
             strategy = "auto" if not radix else "extra_buffer" if extra else "no_buffer"
         unsupported = _radix_unsupported(rules.version, g.architecture, algo)
         if radix and unsupported:
@@ -1309,6 +1317,9 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
                     "using --mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please "
                     "use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1."
                 )
+        if radix and strategy == "extra_buffer" and g.architecture in _NO_MAMBA_EXTRA_BUFFER \
+                and _vkey(rules.version) < _vkey("0.5.14"):
+            out.refuse(f"AssertionError: mamba extra_buffer is not supported for {g.architecture} model")
         if radix:
             _validate_mamba_strategy(inp, strategy, out)
         if radix and strategy == "no_buffer" and page_size != 1:
@@ -1340,8 +1351,8 @@ def _validate_mamba_strategy(inp: MemoryInputs, strategy: str | None, out: _Outc
         # no_buffer, an explicit strategy other than extra_buffer (argparse takes any text) does not
         out.refuse("AssertionError: no_buffer do not support overlap schedule. Try to set "
                    "disable_overlap_schedule=True.")
-    if (strategy or "").startswith("extra_buffer") and inp.linear_attn_backend != "triton" \
-            and _vkey(inp.rules.version) >= _vkey("0.5.14"):
+    if (strategy or "").startswith("extra_buffer") and _vkey(inp.rules.version) >= _vkey("0.5.14") \
+            and (inp.linear_attn_backend != "triton" or inp.geometry.architecture in _NO_MAMBA_EXTRA_BUFFER):
         # validate_mamba_extra_buffer's first assert (0.5.14 server_args.py _validate_mamba_extra_buffer,
         # 0.5.23 arg_groups/mamba_hook.py): supports_mamba_cache_extra_buffer wants the triton linear-attention
         # backend (its per-release architecture list is not modelled: the auto strategy assumes it too)

@@ -38,8 +38,8 @@ COMPARED = {
 }
 
 
-def sglang_side(python: str, cases: list[list[str]]) -> list[dict]:
-    argv = [["--model-path", MODEL, *BASE, *c] for c in cases]
+def sglang_side(python: str, cases: list[list[str]], model: str = MODEL) -> list[dict]:
+    argv = [["--model-path", model, *BASE, *c] for c in cases]
     done = subprocess.run([python, str(ROOT / "tests/oracle/sglang_parse.py"), *GPU_PROBE], input=json.dumps(argv),
                           capture_output=True, text=True, cwd=ROOT, check=True)
     lines = done.stdout.splitlines()
@@ -67,10 +67,10 @@ def run_cli(argv: list[str]) -> _Run:
     return _Run(code, out.getvalue(), err.getvalue())
 
 
-def imgbuild_side(version: str, cases: list[list[str]]) -> list[dict]:
+def imgbuild_side(version: str, cases: list[list[str]], model: str = MODEL) -> list[dict]:
     out = []
     for case in cases:
-        res = run_cli(["plan", MODEL, "--gpu", GPU, "--sglang", version, "--json", "--no-suggest", "--", *BASE, *case])
+        res = run_cli(["plan", model, "--gpu", GPU, "--sglang", version, "--json", "--no-suggest", "--", *BASE, *case])
         if res.exit_code == 2:
             lines = [line for line in res.stderr.splitlines() if line.strip()]
             out.append({"outcome": "refuse-parse", "message": lines[-1] if lines else "", "resolved": {}})
@@ -107,10 +107,10 @@ def compare(case: list[str], ours: dict, theirs: dict) -> str | None:
     return None
 
 
-def run(python: str, version: str, cases: list[list[str]] | None = None) -> dict:
+def run(python: str, version: str, cases: list[list[str]] | None = None, model: str = MODEL) -> dict:
     cases = flag_sets(version) if cases is None else cases
-    theirs = sglang_side(python, cases)
-    ours = imgbuild_side(version, cases)
+    theirs = sglang_side(python, cases, model)
+    ours = imgbuild_side(version, cases, model)
     rows = []
     for case, o, t in zip(cases, ours, theirs):
         rows.append({"flags": case, "imgbuild": o, "sglang": t, "differs": compare(case, o, t)})
