@@ -1282,6 +1282,12 @@ def _radix_unsupported(version: str, architecture: str, algo: str | None) -> str
 _NO_MAMBA_EXTRA_BUFFER = frozenset({"Lfm2ForCausalLM"})
 
 
+def _extra_buffer_supported(inp: MemoryInputs) -> bool:
+    """supports_mamba_cache_extra_buffer (0.5.14+ server_args.py, 0.5.23 arg_groups/overrides.py): the triton
+    linear-attention backend, and a model whose cache has the form (its full per-release list is not modelled)."""
+    return inp.linear_attn_backend == "triton" and inp.geometry.architecture not in _NO_MAMBA_EXTRA_BUFFER
+
+
 def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tuple[bool, str | None, int]:
     """(radix cache on, mamba scheduler strategy, page size) for a hybrid model with speculation
     (server_args.py _handle_mamba_radix_cache; 0.5.14+: _handle_mamba_radix_cache /
@@ -1297,8 +1303,7 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
             # arg_groups/overrides.py _mamba_radix_cache_resolution): left "auto" without a radix
             # cache; extra_buffer needs overlap or paging and supports_mamba_cache_extra_buffer
             # (the triton linear-attention backend)
-            extra = (not inp.disable_overlap_schedule or page_size > 1) and inp.linear_attn_backend == "triton" \
-                and g.architecture not in _NO_MAMBA_EXTRA_BUFFER
+            extra = (not inp.disable_overlap_schedule or page_size > 1) and _extra_buffer_supported(inp)
             strategy = "auto" if not radix else "extra_buffer" if extra else "no_buffer"
         unsupported = _radix_unsupported(rules.version, g.architecture, algo)
         if radix and unsupported:
@@ -1352,10 +1357,9 @@ def _validate_mamba_strategy(inp: MemoryInputs, strategy: str | None, out: _Outc
         out.refuse("AssertionError: no_buffer do not support overlap schedule. Try to set "
                    "disable_overlap_schedule=True.")
     if (strategy or "").startswith("extra_buffer") and _vkey(inp.rules.version) >= _vkey("0.5.14") \
-            and (inp.linear_attn_backend != "triton" or inp.geometry.architecture in _NO_MAMBA_EXTRA_BUFFER):
+            and not _extra_buffer_supported(inp):
         # validate_mamba_extra_buffer's first assert (0.5.14 server_args.py _validate_mamba_extra_buffer,
-        # 0.5.23 arg_groups/mamba_hook.py): supports_mamba_cache_extra_buffer wants the triton linear-attention
-        # backend (its per-release architecture list is not modelled: the auto strategy assumes it too)
+        # 0.5.23 arg_groups/mamba_hook.py), by the same supports_mamba_cache_extra_buffer the auto strategy asks
         out.refuse(f"AssertionError: extra_buffer is not supported for {inp.geometry.architecture}; use no_buffer.")
     if (strategy or "").startswith("extra_buffer") and inp.page_size_flag is not None:
         # extra_buffer_lazy too (enable_mamba_extra_buffer / 0.5.23 mamba_extra_buffer_of)

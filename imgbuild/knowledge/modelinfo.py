@@ -178,6 +178,11 @@ class ModelGeometry:
         return self.linear_attention_layers > 0
 
     @property
+    def global_attention_layers(self) -> int:
+        """Full-attention layers that are not sliding-window ones."""
+        return self.full_attention_layers - min(self.swa_layers, self.full_attention_layers)
+
+    @property
     def kv_layers(self) -> int:
         return self.full_attention_layers if self.hybrid else self.num_layers
 
@@ -944,11 +949,24 @@ def _swa_shapes(text: dict[str, Any], *, arch: str, layers: int) -> dict[str, An
     if not heads and isinstance(other, dict):
         heads = read_int(other, "num_attention_groups", default=0)
     head_dim = read_int(text, "swa_head_dim", default=0)
-    if text.get("global_head_dim"):  # Gemma 4: its base fields are the sliding-window layers' shape
-        heads = heads or read_int(text, "num_key_value_heads", default=0)
-        head_dim = head_dim or read_int(text, "head_dim", default=0)
     return {"swa_layers": swa, "swa_num_kv_heads": heads, "swa_head_dim": head_dim,
             "swa_v_head_dim": read_int(text, "swa_v_head_dim", default=head_dim)}
+
+
+def _as_sglang_reads(text: dict[str, Any]) -> dict[str, Any]:
+    """The text config with SGLang's own rewrites applied before it sizes anything: Gemma 4 states its
+    sliding-window shape in the base fields and the full-attention one as global_*; SGLang makes the full
+    shape the base and the sliding one swa_* (utils/hf_transformers/config.py, 0.5.11 and 0.5.23)."""
+    if not text.get("global_head_dim"):
+        return text
+    return {
+        **text,
+        "head_dim": text["global_head_dim"],
+        "num_key_value_heads": text.get("num_global_key_value_heads") or text.get("num_key_value_heads"),
+        "swa_head_dim": text.get("head_dim"),
+        "swa_v_head_dim": text.get("head_dim"),
+        "swa_num_key_value_heads": text.get("num_key_value_heads"),
+    }
 
 
 def _kv_heads(text: dict[str, Any], *, model_type: str, heads: int) -> int:
@@ -961,18 +979,12 @@ def _kv_heads(text: dict[str, Any], *, model_type: str, heads: int) -> int:
         return 1 if text.get("multi_query", True) else heads
     if model_type == "gpt_bigcode":
         return 1 if text.get("multi_query", True) else heads
-    if text.get("global_head_dim"):  # Gemma 4 (see _attention_shapes)
-        return read_int(text, "num_global_key_value_heads", "num_key_value_heads", default=heads) or heads
     return read_int(text, "num_key_value_heads", "multi_query_group_num", default=heads) or heads
 
 
 def _attention_shapes(text: dict[str, Any], *, arch: str, model_type: str, hidden: int, heads: int) -> dict[str, Any]:
     """Attention fields of ModelGeometry: heads, head dims, gates, biases, MLA's low ranks."""
     head_dim = read_int(text, "head_dim", default=(hidden // heads if heads else 0)) or (hidden // heads if heads else 0)
-    # Gemma 4 states its sliding-window shape first and the full-attention one as global_*; SGLang's
-    # base shape is full attention's, the sliding one goes to swa_* (utils/hf_transformers/config.py
-    # _apply_gemma4_attention_overrides, 0.5.23)
-    head_dim = read_int(text, "global_head_dim", default=head_dim) or head_dim
     # SGLang builds MLA attention for DeepSeek and Kimi (models/deepseek_v2.py) and the architectures
     # configs/model_config.py (0.5.23) gives AttentionArch.MLA: GLM-4.7-Flash and GLM-5 (DSA), LongCat-Flash,
     # Hunyuan V4, dots, Mistral Large 3, GigaChat 3.5
@@ -1086,7 +1098,7 @@ def read_geometry(
     ModelInfo.geometry and never the raw config.
     """
     config = with_transformers_defaults(config)
-    text = text_config_of(config)
+    text = _as_sglang_reads(text_config_of(config))
     arch = architecture or str((config.get("architectures") or ["?"])[0])
     model_type = str(config.get("model_type") or text.get("model_type") or "")
     hidden = read_int(text, "hidden_size", "d_model", "n_embd", default=0)
@@ -1350,12 +1362,11 @@ def attention_layers_params(g: ModelGeometry, tp: int) -> tuple[float, int]:
     layers' KV heads and head dim (swa_num_kv_heads, swa_head_dim) where the config gives them
     (Gemma 4, MiMo-V2, Step-3.5), the model's elsewhere."""
     full_gpu, full_total = attention_params(g, tp)
-    swa = min(g.swa_layers, g.full_attention_layers) if (g.swa_num_kv_heads or g.swa_head_dim) and not g.mla else 0
-    if not swa:
+    if not (g.swa_num_kv_heads or g.swa_head_dim) or g.mla or not g.swa_layers:
         return g.full_attention_layers * full_gpu, g.full_attention_layers * full_total
     sliding = replace(g, num_kv_heads=g.swa_num_kv_heads or g.num_kv_heads, head_dim=g.swa_head_dim or g.head_dim)
     swa_gpu, swa_total = attention_params(sliding, tp)
-    rest = g.full_attention_layers - swa
+    rest, swa = g.global_attention_layers, g.full_attention_layers - g.global_attention_layers
     return rest * full_gpu + swa * swa_gpu, rest * full_total + swa * swa_total
 
 
@@ -1571,7 +1582,7 @@ def _k_eq_v_params(g: ModelGeometry) -> int:
     """The V projections Gemma 4's full-attention layers do not store (attention_k_eq_v)."""
     if not g.attention_k_eq_v:
         return 0
-    return (g.full_attention_layers - min(g.swa_layers, g.full_attention_layers)) * g.hidden_size * g.num_kv_heads * g.head_dim
+    return g.global_attention_layers * g.hidden_size * g.num_kv_heads * g.head_dim
 
 
 def parameter_breakdown(g: ModelGeometry) -> dict[str, int]:
