@@ -485,10 +485,16 @@ def test_triage_imports_no_adapter_library():
 # tuned, 3 held out), one tuned log was dropped because its text does not hold the cause its label gives (TEI
 # 524: a missing tensor, labelled unsupported from the thread's title); the tuned part read 6 of 9 and the new
 # held-out logs 2 of 3 as first seen; the tuned misses were fixed from those logs alone (a --quantization the
-# checkpoint lacks, quantized shapes TP does not divide, SGLang's failed KV transfer): 188 of 218.
+# checkpoint lacks, quantized shapes TP does not divide, SGLang's failed KV transfer): 188 of 218. Of the 63
+# collected after that (SGLang 2026 threads, RL frameworks, serving operators, vLLM / Ascend / ROCm; 49 tuned,
+# 14 held out), the tuned part read 37 of 49 and the new held-out logs 11 of 14 as first seen; one tuned label
+# was changed on review (TRL's vllm_device ordinal the machine lacks: no-gpu-visible, as an invalid ordinal is);
+# the tuned misses were fixed from those logs alone (a communicator's failure naming its CUDA cause below it,
+# SGLang's "scheduler died during initialization (exit code: N)", an import error a handler turned into its
+# own refusal, a segfault inside pynccl, an assert that torch sees a GPU): 199 of 232.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 188 of 218 (0.862); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 199 of 232 (0.858); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -802,6 +808,22 @@ EXCERPT_LINES = [
     ("container-toolkit-mount-error", ["nvidia-container-cli: mount error: file creation failed: "
                                        "/var/lib/docker/overlay2/x/merged/usr/bin/nvidia-smi: file exists: unknown"],
      "unknown"),
+    # entrypoints/engine.py _scheduler_died_error (0.5.11 on): its exit code decides, not its hint about -9
+    ("scheduler-died-sigkill", ["RuntimeError: Rank 0 scheduler died during initialization (exit code: -9). If exit "
+                                "code is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i "
+                                "oom` to check."], "killed"),
+    ("scheduler-died-other", ["RuntimeError: Rank 1 scheduler died during initialization (exit code: 1). If exit "
+                              "code is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i "
+                              "oom` to check."], "child-failed"),
+    # NCCL's unhandled cuda error names the CUDA call's own failure below it: that is the cause
+    ("nccl-below-cuda-oom", ["torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
+                             "cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+                             "ncclUnhandledCudaError: Call to CUDA function failed.", "Last error:",
+                             "Cuda failure 'out of memory'"], "cuda-oom"),
+    # an assert that torch sees a GPU, whatever its message
+    ("assert-cuda-available", ['  File "/app/megatron/initialize.py", line 37, in initialize_megatron',
+                               "    assert torch.cuda.is_available(), 'Megatron requires CUDA.'",
+                               "AssertionError: Megatron requires CUDA."], "no-gpu-visible"),
 ]
 
 

@@ -359,6 +359,7 @@ CATALOG: tuple[Signature, ...] = (
             # ggml's CUDA backend (llama.cpp, Ollama, LocalAI) allocating its buffers
             r"\bcudaMalloc failed: out of memory",
             r"CUDA failed with error out of memory",  # CTranslate2 (Tabby, faster-whisper): its CUDA_CHECK
+            r"CUDA Error 2, out of memory",  # tinygrad's ops_cuda check: "CUDA Error {code}, {cuGetErrorString}"
             # IPython / Jupyter name the exception beside the traceback's header (torch's OutOfMemoryError)
             r"^OutOfMemoryError\s+Traceback \(most recent call last\)",
             # the same code in the driver API (cuGetErrorName), in HIP, and cuBLAS failing its own
@@ -374,8 +375,8 @@ CATALOG: tuple[Signature, ...] = (
             # the same allocator under torch.cuda.set_per_process_memory_fraction (TGI sets one)
             r"Allocation on device \d+ would exceed allowed memory\. \(out of memory\)",
             # NCCL's own CUDA call failing for memory (its checks.h: "Cuda failure [N] '%s'" with
-            # cudaGetErrorString), before its "unhandled cuda error" reaches torch
-            r"NCCL WARN Cuda failure (?:\d+ )?'out of memory'",
+            # cudaGetErrorString), as its WARN line, or under its "unhandled cuda error" as torch raises it
+            r"\bCuda failure (?:\d+ )?'out of memory'",
         ),
         "A CUDA allocation failed: the GPU ran out of memory.",
         (),  # advice depends on the phase, see _OOM_ADVICE
@@ -388,6 +389,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Model architectures? .*(are|is) not supported",
             r"Unsupported architectures?: \w+",
             r"Model architectures .* failed to be inspected",
+            # mlx-lm's utils.py _get_classes: no mlx_lm.models module for the config's model_type
+            r"\bModel type \w+ not supported\.",
             # transformers too old for the checkpoint's model_type (configs/model_config.py says so itself)
             r"Transformers does not recognize this architecture",
             r"has a model type of `\w+`, which Transformers does not recognize",  # transformers < 4.36's wording
@@ -487,6 +490,8 @@ CATALOG: tuple[Signature, ...] = (
             r"DeepGEMM only supports Hopper \(SM90\)",
             # TensorRT-LLM's kernel runners on a GPU they have no kernels for (fmhaRunner.cpp on a V100)
             r"Assertion failed: Unsupported architecture \([^)]{0,200}\.(?:cpp|cu|h):\d+\)",
+            # DeepGEMM's DG_HOST_ASSERT (its csrc/apis/*.hpp dispatch on the GPU's arch major), as torch raises it
+            r"Assertion error \([^)]{0,200}\.(?:cpp|cu|hpp|h|cuh):\d+\): Unsupported architecture",
             # torch/cuda/__init__.py _check_capability: a GPU below the oldest capability the wheel is
             # built for (a V100 under a torch built for sm_75+); every kernel then fails
             r"PyTorch no longer supports this GPU because it is too old",
@@ -495,6 +500,9 @@ CATALOG: tuple[Signature, ...] = (
             # model_loader/loader.py (every release) and vLLM's the same: the checkpoint's quantization
             # has kernels only from a newer compute capability (FP8 needs 89 on sm86)
             r"The quantization method \S+ is not supported for the current GPU\. Minimum capability: \d+",
+            # compressed-tensors' scheme check (vLLM's compressed_tensors.py _check_scheme_supported), a
+            # tuple of strings as logged: ('Quantization scheme is not supported for ', 'the current GPU. ...')
+            r"Quantization scheme is not supported for\W{1,8}the current GPU\. Min capability: \d+",
             # Triton compiling a kernel that uses FP8 (e4m3, "fp8e4nv") for a GPU below sm89: its
             # semantic check and its code generator (the CompilationError around it is this, not a broken build)
             r"fp8e4nv data type is not supported on CUDA arch < 89",
@@ -606,6 +614,8 @@ CATALOG: tuple[Signature, ...] = (
             # GPUStack (which runs SGLang) checks its service ports before it starts
             r"Port \d+ required for service '[\w-]+' is not available",
             r"couldn't bind HTTP server socket",  # llama.cpp's server, as GPUStack runs it
+            # NVIDIA Dynamo's Rust HTTP service (lib/llm/src/http/service/service_v2.rs) panicking on its bind
+            r"could not bind to address: \S+:\d+",
             # c10d's TCPStore (torch/csrc/distributed/c10d/socket.cpp), the rendezvous that torch
             # distributed and SGLang's --dist-init-addr start, cannot bind its port; the errno
             # that says why is often on the [W] lines above or cut (Cortex issue 42)
@@ -748,6 +758,9 @@ CATALOG: tuple[Signature, ...] = (
             # for a diffusion model's audio VAE)
             r"[Aa]ttention backend '[\w-]+' is not supported by this",
             r"error: unrecognized arguments: ",
+            # a container given flags where its command goes (a pod's `args` on an image without an
+            # entrypoint that takes them): runc then tries to run the first flag (kserve issue 4240)
+            r'exec: "--[\w-]+(?:=[^"]{0,200})?": executable file not found',
             r"error: argument --[\w-]+(?:/-\w+)?: ",  # "argument --quantization/-q: invalid choice"
             r"error: the following arguments are required",
             # clap (TGI's launcher, Rust CLIs): "error: unexpected argument '--x' found", "error: invalid value ..."
@@ -874,6 +887,9 @@ _NO_GPU = Signature(
         r"No accelerator \([^)]{0,200}\)(?: or platform plugin)? is available(?!\.? - Falling back)",
         r"No supported accelerator \([^)]{0,200}\) available",
         r"No CUDA GPUs are available",
+        r"No CUDA or HIP available on this system",  # Xinference's device_utils, launching a model on a GPU
+        # TRL's GRPO trainer on a vllm_device ordinal the machine lacks (the same cause as an invalid ordinal)
+        r"The requested device for vllm \(cuda:\d+\) is not available",
         r"No HIP GPUs are available",  # the same check (torch/cuda/__init__.py) in torch's ROCm build
         # Ascend's runtime (CANN) on the devices it was given: ASCEND_RT_VISIBLE_DEVICES out of order (EE1001 under
         # aclrtGetDeviceCount's 207004, gpustack issue 2527) or naming a device the host lacks (rtSetDevice's
@@ -966,6 +982,7 @@ _KILLED = Signature(
         r"line \d+:\s+\d+ Killed(?:\s|$)",  # the shell's job report naming the command (or ending there)
         r"^\s*Exit code: -9\s*$",  # Python's subprocess return code for SIGKILL
         r"\bexited with (?:exit )?code:? -9\b",
+        r"\bscheduler died during initialization \(exit code: -9\)",  # entrypoints/engine.py, from 0.5.11
         r"exited with code 137",  # docker compose
         r"Out of memory: Killed process|killed as a result of limit of",  # the kernel's log
         r"\binvoked oom-killer\b",  # the kernel's log, the line before it picks its victim
@@ -1041,7 +1058,9 @@ _RAY_KILLED = Signature(
 # up the fabric (huggingface_hub issue 4134)
 _FABRIC_NOT_READY = Signature(
     NO_GPU_VISIBLE,
-    _re(r"Error 802: system not yet initialized", r"cudaErrorSystemNotReady"),
+    # (NCCL's checks.h prints it as "Cuda failure 802 'system not yet initialized'" under its unhandled cuda error)
+    _re(r"Error 802: system not yet initialized", r"cudaErrorSystemNotReady",
+        r"Cuda failure 802 'system not yet initialized'"),
     "CUDA cannot use the GPUs yet: on an NVSwitch system the fabric manager has not finished setting up the fabric.",
     (
         "Start (or restart) nvidia-fabricmanager on the host, the same version as the driver, and wait "
@@ -1255,6 +1274,8 @@ _CHILD_REPORT = re.compile(
     r"|Engine process failed to start\. See stack trace for the root cause"
     # SGLang's entrypoints/engine.py: a scheduler process exited (EOF on its pipe) before it was ready
     r"|\bRank \d+ scheduler is dead\. Please check if there are relevant logs"
+    # the same, from 0.5.11 (_scheduler_died_error): its hint about -9 and the OOM killer is not the cause
+    r"|\bRank \d+ scheduler died during initialization \(exit code: -?\d+\)"
     r"|\bWorker proc \S+ died unexpectedly"  # vLLM's v1/executor/multiproc_executor.py: a TP worker
     # model_executor/model_runner.py (0.4.x-0.5.x): this rank loaded, another did not
     r"|could finish the model loading, but there are other ranks"
@@ -1356,7 +1377,7 @@ _FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?\"?[Ff]ailed to [^:]{1,120}: (?:\w+:
                           # KVTransferError(bootstrap_room=...): Decode instance could be dead", Mooncake issue 2177)
                           r"|^.{0,200}?\bfailed for request\b.{0,300} with exception \w*(?:Error|Exception)\(")
 # a process that crashed in native code: the shell's report, Python's faulthandler
-_CRASH = re.compile(r"\b[Ss]egmentation fault\b"
+_CRASH = re.compile(r"\b[Ss]egmentation fault"  # (two ranks' reports interleaved: "faultSegmentation fault")
                     # SIGILL: a binary built for CPU instructions this CPU lacks (AVX2, AVX-512), as the shell
                     # reports it ("line 69:   134 Illegal instruction", "Illegal instruction (core dumped)")
                     r"|\bIllegal instruction(?: \(core dumped\)|\s+\S|\s*$)"
@@ -1656,8 +1677,10 @@ def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
     if sig is None and text.startswith("KeyError") and any("configuration_auto.py" in f for f in tb.frames):
         # transformers' CONFIG_MAPPING has no entry for the checkpoint's model_type: too old
         return _UNSUPPORTED_SIGNATURE
-    if sig is None and text.strip() == "AssertionError" and _asserts_capability(msgs, tb.exception):
+    if sig is None and text.strip() == "AssertionError" and _asserts(msgs, tb.exception, _CAPABILITY_ASSERT):
         return _NO_KERNEL_SIGNATURE
+    if sig is None and text.startswith("AssertionError") and _asserts(msgs, tb.exception, _GPU_PRESENT_ASSERT):
+        return _NO_GPU
     if sig is None and _in_jit_build(tb.frames):
         return _JIT_SIGNATURE
     if sig is None and _is_import_chain(tb.frames):
@@ -1687,10 +1710,16 @@ _CAPABILITY_ASSERT = re.compile(
     r"get_device_sm|device_capability|sm_version|compute_capability)\b")
 
 
-def _asserts_capability(msgs: _Messages, exception: int) -> bool:
-    """A bare AssertionError whose failing line (just above it, or above Python 3.11's ^^^ marks) asserts
-    the GPU's compute capability: code with kernels only for other GPUs."""
-    return any(k >= 0 and _CAPABILITY_ASSERT.match(msgs[k]) for k in (exception - 1, exception - 2))
+# ... or that torch sees a GPU at all (Megatron's initialize.py: "assert torch.cuda.is_available(), 'Megatron
+# requires CUDA.'"), whatever message the assert carries
+_GPU_PRESENT_ASSERT = re.compile(r"^\s*assert\b.*\btorch\.cuda\.(?:is_available|device_count)\(\)")
+
+
+def _asserts(msgs: _Messages, exception: int, failing_line: re.Pattern[str]) -> bool:
+    """An AssertionError whose failing line (just above it, or above Python 3.11's ^^^ marks) matches
+    ``failing_line``: one asserting the GPU's compute capability is code with kernels only for other
+    GPUs; one asserting that torch sees a GPU is a process given none."""
+    return any(k >= 0 and failing_line.match(msgs[k]) for k in (exception - 1, exception - 2))
 # a frame running a module's top level; \b: a long word is tried from its first letter only
 _MODULE_LINE = re.compile(r'\b(\w+)\.py", line \d+, in <module>')
 _RUNPY_RUN_CODE = re.compile(r'runpy\.py", line \d+, in _run_code\b')
@@ -2305,7 +2334,29 @@ def _diagnose_first_traceback(log: _Log) -> Diagnosis | None:
             continue
         sig = _classify(log.msgs, tb)
         if sig is not None:
+            if sig.failure_class == IMPORT_FAILED and (handled := _import_handled(log, tb.exception)) is not None:
+                return handled
+            if sig.failure_class == NCCL and (below := _wrapped_cause(log, tb.exception, sig, len(log.msgs)))[0] != tb.exception:
+                return _diagnose_at(log, below[0], below[1], tb.frames, via=None)
             return _refine_architecture(log, _diagnose_at(log, tb.exception, sig, tb.frames, via=None), tb.exception)
+    return None
+
+
+_DURING_HANDLING = re.compile(r"^During handling of the above exception, another exception occurred:")
+
+
+def _import_handled(log: _Log, exception: int) -> Diagnosis | None:
+    """An import error the code caught and turned into its own error (mlx-lm's _get_classes: the
+    model module's ModuleNotFoundError becomes "Model type X not supported."): the handler's error
+    names the cause, when a signature knows it."""
+    msgs = log.msgs
+    during = next((k for k in range(exception + 1, min(exception + 4, len(msgs))) if _DURING_HANDLING.match(msgs[k])), None)
+    if during is None:
+        return None
+    for k in range(during + 1, min(during + 80, len(msgs))):
+        if _EXCEPTION.match(msgs[k]):
+            sig = _match(_exception_text(msgs, k))
+            return None if sig is None or sig.failure_class == IMPORT_FAILED else _diagnose_at(log, k, sig, (), via=None)
     return None
 
 
@@ -2406,6 +2457,8 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
             via=CHILD_FAILED,
             ready=log.ready,
         )
+    if _CRASH.search(msgs[marker]) and (frame := _crashed_in_communicator(log, marker)) is not None:
+        return _diagnose_at(log, marker, _NCCL_SIGNATURE, (), via=None, extra_evidence=(frame,))
     exc = next((tb.exception for tb in log.tracebacks if tb.exception is not None), None)
     at = exc if exc is not None else marker
     cause = _exception_text(msgs, at) if exc is not None else msgs[at].strip()
@@ -2420,6 +2473,22 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
         line_number=at + 1,
         ready=log.ready,
     )
+
+
+_NCCL_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == NCCL)
+_STACK_HEADER = re.compile(r"\(most recent call first\):")  # Python's faulthandler, on a fatal signal
+
+
+def _crashed_in_communicator(log: _Log, crash: int) -> int | None:
+    """The line of the innermost frame of faulthandler's stack below a crash, when that frame is in
+    the communicator (SGLang's pynccl_wrapper.py calling libnccl: a segfault at "Init torch distributed
+    begin", sglang issue 28299), else None."""
+    msgs = log.msgs
+    header = next((k for k in range(crash + 1, min(crash + 6, len(msgs))) if _STACK_HEADER.search(msgs[k])), None)
+    if header is None:
+        return None
+    frame = next((k for k in range(header + 1, min(header + 4, len(msgs))) if "File " in msgs[k]), None)
+    return frame if frame is not None and "nccl" in msgs[frame].lower() else None
 
 
 def _diagnose_cut_traceback(log: _Log, cut: _Traceback, marker: int) -> Diagnosis | None:
@@ -2461,13 +2530,18 @@ def _diagnose_killed(log: _Log) -> Diagnosis | None:
 _WRAPPER = re.compile(r"^(?:[\w.]+\.)?CompilationError: ")
 
 
+# what a communicator's failure (NCCL, HCCL) reports as its own cause on the lines below it: a port already
+# bound, or the CUDA call that failed under its "unhandled cuda error" ("Last error: Cuda failure 802 ...")
+_BELOW_COMMUNICATOR = frozenset({PORT_IN_USE, CUDA_OOM, NO_GPU_VISIBLE, DRIVER_TOO_OLD, NO_KERNEL_IMAGE})
+
+
 def _wrapped_cause(log: _Log, i: int, sig: Signature, hi: int) -> tuple[int, Signature]:
     """(i, sig), or the line below a wrapping exception that names its cause by another signature;
-    below a communicator's failure (NCCL, HCCL), a port already bound that made it fail."""
+    below a communicator's failure, the cause it reports (_BELOW_COMMUNICATOR)."""
     if sig.failure_class == NCCL:
         for k in log.hot_in(i + 1, min(hi, i + 12)):
-            if (port := log.match(k)) is not None and port.failure_class == PORT_IN_USE:
-                return k, port
+            if (cause := log.match(k)) is not None and cause.failure_class in _BELOW_COMMUNICATOR:
+                return k, cause
     if not _WRAPPER.match(log.msgs[i]):
         return i, sig
     for k in log.hot_in(i + 1, min(hi, i + 12)):
