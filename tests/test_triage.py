@@ -779,6 +779,9 @@ EXCERPT_LINES = [
      "unsupported-architecture"),
     ("worded-no-device", ["RuntimeError: no GPUs were found on this node"], "no-gpu-visible"),
     ("worded-flag", ["SystemExit: unknown argument --foo for the serve command"], "flags-refused"),
+    ("worded-bind", ["RuntimeError: failed to bind to address 0.0.0.0:9000 for the metrics exporter"], "port-in-use"),
+    ("worded-capability", ["ValueError: this kernel's min capability: 80, current capability: 75"], "no-kernel-image"),
+    ("worded-no-runtime", ["RuntimeError: No HIP or CUDA runtime found for the worker"], "no-gpu-visible"),
     ("vllm-engine-core-died", ["ERROR 01-29 08:37:48 [core_client.py:564] Engine core proc EngineCore_DP1 died "
                                "unexpectedly, shutting down client."], "child-failed"),
     # torch/cuda/__init__.py _lazy_init's assert when the runtime's device count and torch's disagree

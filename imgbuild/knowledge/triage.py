@@ -2591,13 +2591,19 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
                           r"|\bout of (?:gpu|device|cuda|video) memory\b|\bOOM\b(?! ?kill)", re.IGNORECASE)),
     (NCCL, re.compile(r"\bnccl\b", re.IGNORECASE)),
     (DRIVER_TOO_OLD, re.compile(r"\bdriver\b.{0,60}\b(?:too old|insufficient|older than|update)", re.IGNORECASE)),
-    (PORT_IN_USE, re.compile(r"\bport\b.{0,60}\b(?:in use|occupied|already|taken)\b", re.IGNORECASE)),
+    # a bind that failed, in a program's own words, is most often a port another process holds
+    (PORT_IN_USE, re.compile(r"\bport\b.{0,60}\b(?:in use|occupied|already|taken)\b"
+                             r"|\b(?:could not|cannot|can't|failed to|unable to) bind (?:to )?(?:the )?(?:address|port|socket)\b",
+                             re.IGNORECASE)),
     (NO_KERNEL_IMAGE, re.compile(r"\b(?:sm_?\d{2,3}|compute capability|gpu architecture)\b.{0,60}"
                                  r"\bnot (?:supported|compatible)\b"
                                  # a kernel library's own limit: "only supports Hopper (SM90)", "only
                                  # supported on sm90 and above", "requires SM90"
                                  r"|\bonly (?:supports?|supported on|runs on) (?:\w+ )?\(?sm_?\d{2,3}\b"
-                                 r"|\brequires? (?:an? )?sm_?\d{2,3}\b", re.IGNORECASE)),
+                                 r"|\brequires? (?:an? )?sm_?\d{2,3}\b"
+                                 # a kernel's minimum against the GPU's: "Min capability: 80. Current capability: 75"
+                                 r"|\bmin(?:imum)? (?:compute )?capability\W{0,3}\d+.{0,60}\bcurrent (?:compute )?capability\b",
+                                 re.IGNORECASE)),
     (UNSUPPORTED_ARCHITECTURE, re.compile(r"\b(?:architecture|model[ _]type)s?\b.{0,60}\bnot (?:yet )?"
                                           r"(?:supported|recognized|registered)\b", re.IGNORECASE)),
     # not a container image's repository ("pull access denied for x, repository does not exist"): the image
@@ -2606,8 +2612,10 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
     # a hub client's error chain while fetching the model ("initializing ngc repo from repo_id: ...",
     # "fetching file_map": NVIDIA NIM, nim-deploy issue 62); lower case, as such chains are written
     (MODEL_NOT_FOUND, re.compile(r"(?:fetching|downloading|initializing) (?:\w+ ){0,2}(?:repo|model|weights|file[ _]?map)\b")),
-    (NO_GPU_VISIBLE, re.compile(r"\bno (?:cuda |nvidia )?(?:gpus?|devices?)\b.{0,30}\b(?:found|available|detected|visible)\b",
-                                re.IGNORECASE)),
+    (NO_GPU_VISIBLE, re.compile(r"\bno (?:cuda |nvidia )?(?:gpus?|devices?)\b.{0,30}\b(?:found|available|detected|visible)\b"
+                                # "No CUDA or HIP available on this system", "no ROCm device found"
+                                r"|\bno (?:cuda|hip|rocm)\b(?: or \w+)?(?: (?:gpus?|devices?|runtime))? (?:is |was )?"
+                                r"(?:found|available|detected|visible)\b", re.IGNORECASE)),
     # not CUDA's own "invalid argument" (cudaErrorInvalidValue: "CUDA error: invalid argument", "CUresult
     # error: 1 (invalid argument)"), which is a call inside the program, not the command line
     (FLAGS_REFUSED, re.compile(r"(?<!\()(?<!CUDA error: )(?<!HIP error: )(?<!\[CUDA\]: )(?<!runtime error: )"
