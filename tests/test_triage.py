@@ -491,10 +491,15 @@ def test_triage_imports_no_adapter_library():
 # was changed on review (TRL's vllm_device ordinal the machine lacks: no-gpu-visible, as an invalid ordinal is);
 # the tuned misses were fixed from those logs alone (a communicator's failure naming its CUDA cause below it,
 # SGLang's "scheduler died during initialization (exit code: N)", an import error a handler turned into its
-# own refusal, a segfault inside pynccl, an assert that torch sees a GPU): 199 of 232.
+# own refusal, a segfault inside pynccl, an assert that torch sees a GPU): 199 of 232. Of the 51 collected after
+# that (the rarer classes, leads of the batch before, Chinese and notebook pastes, multimodal and embedding
+# servers; 44 tuned, 7 held out), the tuned part read 38 of 44 and the new held-out logs 7 of 7 as first seen; the
+# tuned misses were fixed from those logs alone (the shell's "Quit (core dumped)" and SGLang's sigquit_handler
+# as a child's report, a C++ engine's CHECK as a crash, vLLM's Transformers-incompatible class, a version list
+# without "and", cudaGetDeviceCount failing with a code of no class of its own): 206 of 239.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 199 of 232 (0.858); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 206 of 239 (0.862); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -823,6 +828,12 @@ EXCERPT_LINES = [
                              "cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
                              "ncclUnhandledCudaError: Call to CUDA function failed.", "Last error:",
                              "Cuda failure 'out of memory'"], "cuda-oom"),
+    # the shell's report of SIGQUIT, which SGLang's launcher sends its own tree when a child failed
+    ("shell-quit", ["Quit (core dumped)"], "child-failed"),
+    # a C++ engine's CHECK naming its source line is a crash; the kernel module's own in dmesg is not
+    ("glog-check-failed", ["F1204 10:00:00.000000 12 engine.cc:88] Check failed: n > 0 (0 vs. 0)"], "unknown"),
+    ("nvrm-check-failed-is-a-report", ["NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY]"],
+     "none"),
     # an assert that torch sees a GPU, whatever its message
     ("assert-cuda-available", ['  File "/app/megatron/initialize.py", line 37, in initialize_megatron',
                                "    assert torch.cuda.is_available(), 'Megatron requires CUDA.'",

@@ -410,6 +410,7 @@ CATALOG: tuple[Signature, ...] = (
             r"Could not start backend: Model is not supported",
             # vLLM's Transformers fallback (model_executor/models/registry.py) for a class neither side has
             r"Cannot find model module\. '\w+' is not a registered model in the Transformers library",
+            r"\w+ has no vLLM implementation and the Transformers implementation is not compatible with vLLM",
             r"Can not found rewrite for architectures",
             r"KeyError: '\w+(?:ForCausalLM|ForConditionalGeneration)'",
             # a backend's own list ("Currently supported multi-modal models are llava, ... Got qwen2_vl.",
@@ -419,7 +420,8 @@ CATALOG: tuple[Signature, ...] = (
             # '...T5Config'> for this kind of AutoModel: AutoModelForCausalLM", FastChat issue 1152)
             r"Unrecognized configuration class <class '[\w.]+'> for this kind of\b",
             # a model implementation that knows only some versions of its model (vLLM's MiniCPMV)
-            r"\b[A-Z]\w+ only supports versions? \d[\d.]*(?:, \d[\d.]*)*,? (?:and|or) \d[\d.]*",
+            # ("... supports versions 2.0, 2.5, 2.6, 4.0. Got version: (4, 5)", vllm issue 23955)
+            r"\b[A-Z]\w+ only supports versions? \d[\d.]*(?:(?:,|,? (?:and|or)) \d[\d.]*)+",
             # mistral.rs (dynamo-run's default engine): "Unsupported Huggging Face Transformers -CausalLM
             # model class `GraniteForCausalLM`" (ai-dynamo issue 1245)
             r"Unsupported .{0,60}\bmodel class `?\w+",
@@ -951,6 +953,10 @@ _NO_GPU = Signature(
         r"\binvalid device ordinal\b|cudaErrorInvalidDevice\b|CUDA_ERROR_INVALID_DEVICE\b",
         # c10/cuda/CUDAFunctions.cpp on cudaErrorUnknown (999) while counting the devices
         r"CUDA unknown error - this may be due to an incorrectly set up environment",
+        # the same count failing with a code that has no class of its own (802-804 do: fabric manager, driver
+        # mismatch, forward compatibility): CUDA cannot use the GPUs it was given (WSL's "Error 500: named
+        # symbol not found" after a Windows driver update, open-webui issue 2527)
+        r"Unexpected error from cudaGetDeviceCount\(\)\..{0,200}\bError (?!80[234]\b)\d+: ",
         # docker's daemon when --gpus is asked for and no NVIDIA container toolkit is installed
         r'could not select device driver "" with capabilities: \[\[gpu\]\]',
     ),
@@ -1274,6 +1280,9 @@ _CHILD_REPORT = re.compile(
     r"|Engine process failed to start\. See stack trace for the root cause"
     # SGLang's entrypoints/engine.py: a scheduler process exited (EOF on its pipe) before it was ready
     r"|\bRank \d+ scheduler is dead\. Please check if there are relevant logs"
+    # the launcher's sigquit_handler (entrypoints/engine.py) running: a child told it that it failed, and it
+    # kills its own process tree with SIGQUIT, which the shell reports as "Quit (core dumped)"
+    r"|\bengine\.py\", line \d+, in sigquit_handler\b|^Quit \(core dumped\)\s*$"
     # the same, from 0.5.11 (_scheduler_died_error): its hint about -9 and the OOM killer is not the cause
     r"|\bRank \d+ scheduler died during initialization \(exit code: -?\d+\)"
     r"|\bWorker proc \S+ died unexpectedly"  # vLLM's v1/executor/multiproc_executor.py: a TP worker
@@ -1395,7 +1404,12 @@ _CRASH = re.compile(r"\b[Ss]egmentation fault"  # (two ranks' reports interleave
                     r"|\[torch_memory_saver\.cpp\] CUresult error"
                     # Ray's C++ core (src/ray/util/logging.cc) on an exception nothing caught in a worker
                     # ("Unhandled exception: N5boost10wrapexcept... what(): thread: Resource temporarily unavailable")
-                    r"|\blogging\.cc:\d+: Unhandled exception: ")
+                    r"|\blogging\.cc:\d+: Unhandled exception: "
+                    # a C++ engine's CHECK naming its source line: glog's "file.cc:12] Check failed: ", LMDeploy's
+                    # TurboMind "[TM][FATAL] comm/device_comm.cc(28): Check failed: 0 ..." (not the NVIDIA kernel
+                    # module's "NVRM: ...: Check failed: Out of memory" in dmesg, which is a report, not the crash)
+                    # (glog's own prefix is taken off with the log's, leaving the line to start with it)
+                    r"|\.(?:cc|cpp|cu|cuh|h)(?:\(\d+\):|:\d+\]) Check failed: |^Check failed: ")
 # Python's own words for a call that does not fit the function (a TypeError), pasted without the
 # "TypeError: " prefix: a failure in the program's code, with no traceback
 _BAD_CALL = re.compile(r"^\w+\(\) (?:got multiple values for argument '\w+'|got an unexpected keyword argument '\w+'"
