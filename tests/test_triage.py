@@ -496,10 +496,16 @@ def test_triage_imports_no_adapter_library():
 # servers; 44 tuned, 7 held out), the tuned part read 38 of 44 and the new held-out logs 7 of 7 as first seen; the
 # tuned misses were fixed from those logs alone (the shell's "Quit (core dumped)" and SGLang's sigquit_handler
 # as a child's report, a C++ engine's CHECK as a crash, vLLM's Transformers-incompatible class, a version list
-# without "and", cudaGetDeviceCount failing with a code of no class of its own): 206 of 239.
+# without "and", cudaGetDeviceCount failing with a code of no class of its own): 206 of 239. Of the 53 collected
+# after that (SGLang's early releases, Jetson / DGX Spark, eval and fine-tuning tools, apps' model containers; 39
+# tuned, 14 held out), one tuned log was dropped (heretic 13: a tool that warns it found no GPU and runs on the
+# CPU, no failure in its log); the tuned part read 25 of 38 and the new held-out logs 13 of 14 as first seen; the
+# tuned misses were fixed from those logs alone (ptxas without the GPU's target, xformers' kernel range, ggml's
+# CUDA_CHECK, tokenizers' Py-wrapper names, TEI's download, a ValueError from an argument getter, an argument class
+# refusing a keyword, a client's 5xx report, frames of one length not joined as a terminal's cut): 221 of 253.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 206 of 239 (0.862); the target is 0.95
+HELDOUT_FLOOR = 0.85  # measured 221 of 253 (0.874); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -630,6 +636,15 @@ def test_lines_printed_at_the_width_are_not_joined():
     error = "ValueError: --tp-size must divide the number of attention heads; got tp_size=3 and 32 heads"
     assert len(frame) == len(error)
     assert diagnose_log(["Traceback (most recent call last):", frame, error]).evidence == (error,)
+    # frames that end in their function's name, in a paste that lost its indentation: whole, not cut (so the
+    # refusal is read as raised in an argument getter, LlamaFactory issue 8173)
+    frames = ['File "/srv/app/src/app/train/tuner.py", line 55, in _training_function',
+              "model_args = get_train_args(args)",
+              'File "/srv/app/src/app/hparams/parser.py", line 296, in get_train_args',
+              'raise ValueError("vLLM is only for API, CLI and Web.")',
+              "ValueError: vLLM is only for API, CLI and Web."]
+    assert len(frames[0]) == len(frames[2]) == max(map(len, frames))
+    assert diagnose_log(frames).failure_class == "flags-refused"
 
 
 def test_heldout_corpus_score_is_reported_and_above_its_floor(capsys):
@@ -828,6 +843,14 @@ EXCERPT_LINES = [
                              "cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
                              "ncclUnhandledCudaError: Call to CUDA function failed.", "Last error:",
                              "Cuda failure 'out of memory'"], "cuda-oom"),
+    # a client's report of the server's 5xx is a failure; the server's error after it names the class
+    ("client-server-error", ["Server error: 500 - [address=0.0.0.0:1, pid=2] cannot assign 'x' as child module 'model'"],
+     "unknown"),
+    ("ggml-cuda-check-oom", ["CUDA error 2 at /src/ggml-cuda.cu:9132: out of memory"], "cuda-oom"),
+    # an engine's argument class built from a dict of options, on a keyword this version lacks
+    ("args-class-keyword", ["    engine = LLMEngine(EngineArgs(**engine_args))",
+                            "TypeError: __init__() got an unexpected keyword argument 'limit_mm_per_prompt'"],
+     "flags-refused"),
     # the shell's report of SIGQUIT, which SGLang's launcher sends its own tree when a child failed
     ("shell-quit", ["Quit (core dumped)"], "child-failed"),
     # a C++ engine's CHECK naming its source line is a crash; the kernel module's own in dmesg is not

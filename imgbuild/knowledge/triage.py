@@ -358,6 +358,7 @@ CATALOG: tuple[Signature, ...] = (
             r"cudaErrorMemoryAllocation",
             # ggml's CUDA backend (llama.cpp, Ollama, LocalAI) allocating its buffers
             r"\bcudaMalloc failed: out of memory",
+            r"\bCUDA error 2 at \S+:\d+: out of memory",  # ggml-cuda.cu's CUDA_CHECK ("CUDA error %d at %s:%d: %s")
             r"CUDA failed with error out of memory",  # CTranslate2 (Tabby, faster-whisper): its CUDA_CHECK
             r"CUDA Error 2, out of memory",  # tinygrad's ops_cuda check: "CUDA Error {code}, {cuGetErrorString}"
             # IPython / Jupyter name the exception beside the traceback's header (torch's OutOfMemoryError)
@@ -446,7 +447,7 @@ CATALOG: tuple[Signature, ...] = (
             r"forward compatibility was attempted on non supported HW",
             r"cudaErrorCompatNotSupportedOnDevice|CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
             # the NVIDIA container toolkit comparing the image's NVIDIA_REQUIRE_CUDA with the host driver
-            r"unsatisfied condition: cuda>=[\d.]+, please update your driver",
+            r"unsatisfied condition: cuda\b",  # (">=12.4, please update your driver to a newer version")
             # the entrypoint banner of NVIDIA's NGC containers (Triton, TensorRT-LLM, PyTorch)
             r"This container was built for NVIDIA Driver Release [\d.]+ or later, but",
             # a kernel library linked against a CUDA driver API symbol the host's libcuda
@@ -481,6 +482,9 @@ CATALOG: tuple[Signature, ...] = (
             r"cudaErrorInvalidDeviceFunction|hipErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu",
             r"Unable to find code object for all current devices",
             r"CUBLAS_STATUS_ARCH_MISMATCH",  # cuBLAS has no kernel for this GPU's architecture
+            # xformers' cutlass attention (fmha kernels' arch check): "kernel `..._sm80` is for sm80-sm100, but was built
+            # for sm121" (jetson-containers issue 1360)
+            r"kernel `\w+` is for sm\d+-sm\d+, but was built for sm\d+",
             # model_executor/model_runner.py (as printed, and as users retype it: "SGlang ... sm 75")
             r"S[Gg][Ll]ang only supports sm ?75 and +above",
             # AMD's aiter (chip_info.py) on a gfx target it has no kernels for
@@ -677,6 +681,7 @@ CATALOG: tuple[Signature, ...] = (
             r"LocalEntryNotFoundError|couldn't connect to 'https://huggingface\.co'",
             # requests/urllib3 that cannot reach the Hub or its mirror (no network, a proxy's certificate)
             r"HTTPSConnectionPool\(host='(?:huggingface\.co|hf-mirror\.com|[\w.-]+\.hf\.co)', port=443\): Max retries exceeded",
+            r"\bCould not download model artifacts\b",  # text-embeddings-inference's router (download.rs)
             # huggingface_hub with downloads off (HF_HUB_OFFLINE, local_files_only) and no cached snapshot
             r"Cannot find an appropriate cached snapshot folder for the specified revision",
             # Ollama: the name is not in its registry ("ollama run orca", ollama issue 2292)
@@ -700,6 +705,9 @@ CATALOG: tuple[Signature, ...] = (
             r"Ninja is required to load C\+\+ extensions",
             r"ninja: build stopped",
             r"Ninja build failed",  # flashinfer's jit/cpp_ext.py run_ninja ("Ninja build failed. Ninja output: ...")
+            r"\bfailed to JIT[- ]compile\b",  # "FlashInfer failed to JIT-compile: ninja (build tool) not found"
+            # ptxas (or nvcc) older than the GPU it is asked to compile for (sm_121a on a DGX Spark)
+            r"Value 'sm_\d+\w?' is not defined for option 'gpu-name'",
             r"Error building extension",
             r"fatal error: [\w./-]+\.h: No such file or directory",
             r"nvcc: (command )?not found|Could not find nvcc",
@@ -811,7 +819,7 @@ CATALOG: tuple[Signature, ...] = (
             r"got invalid argument: \w+",
             # an engine's argument class called with an option its version dropped (vLLM's EngineArgs
             # without worker_use_ray from 0.7.0, as an RL framework's actor passes it: OpenRLHF PR 702)
-            r"Args\.__init__\(\) got an unexpected keyword argument '\w+'",
+            r"(?:Args|ModelConfig)\.__init__\(\) got an unexpected keyword argument '\w+'",  # (lighteval's VLLMModelConfig)
             # a --quantization method the checkpoint does not carry, or a TP size its quantized shapes do
             # not divide into: vLLM's get_quant_config (model_loader/weight_utils.py, SGLang's copy in 0.3-0.4)
             # and the AWQ / GPTQ create_weights checks
@@ -1208,8 +1216,9 @@ _BROKEN_CHECKPOINT = Signature(
 # none of whose variants (the tokenizer models this release knows) matches
 _TOKENIZERS_TOO_OLD = Signature(
     IMPORT_FAILED,
-    _re(r"data did not match any variant of untagged enum (?:ModelWrapper|PreTokenizerWrapper|"
-        r"NormalizerWrapper|DecoderWrapper|PostProcessorWrapper)"),
+    # (PyPreTokenizerTypeWrapper in tokenizers' Python bindings, xinference issue 1919)
+    _re(r"data did not match any variant of untagged enum \w*(?:Model|PreTokenizer|Normalizer|Decoder|PostProcessor)"
+        r"\w*Wrapper"),
     "The tokenizers package here is older than the one that wrote the model's tokenizer.json.",
     (
         "Upgrade tokenizers (with the transformers that requires it) to a release as new as the model's, or "
@@ -1308,6 +1317,8 @@ _CHILD_REPORT = re.compile(
     r"|\brpc error: code = Unavailable desc = (?:error reading from server: EOF|connection error)"
     # vLLM's v1/executor/multiproc_executor.py: a TP worker process failed while it started
     r"|WorkerProc initialization failed due to an exception in a background process"
+    # Unsloth's SyntheticDataKit / fast_inference on the vLLM server subprocess it started
+    r"|\bUnsloth: vllm_process failed to load!"
 )
 # a server's own line that loading the model failed, with no exception of its own (llama.cpp's
 # loaders, LocalAI): a failure without a traceback
@@ -1380,6 +1391,7 @@ _CPP_EXCEPTION = re.compile(r"^Exception raised from \w+ at ")
 # a tool's own line for a failure that ends it: pip's and docker build's "ERROR: ", the docker daemon's
 # refusal, the NVIDIA container toolkit's hook (pip's note on its resolver is advice, not a failure)
 _STATED_ERROR = re.compile(r"^(?:ERROR|Error): +(?!pip's dependency resolver)\S|\bError response from daemon: "
+                           r"|^Server error: 5\d\d - "  # Xinference's client, the worker's error after it
                            r"|\bpull access denied for \S|^nvidia-container-cli: [\w ]{1,40} error: ")
 _FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?\"?[Ff]ailed to [^:]{1,120}: (?:\w+: )?\w*(?:Error|Exception): "
                           # SGLang's disaggregation ("Prefill transfer failed for request ... with exception
@@ -1673,7 +1685,8 @@ def _config_refusal(text: str) -> Signature | None:
 
 
 # a command line's own parse_args (an argparse subclass that checks more: vLLM's FlexibleArgumentParser)
-_PARSE_ARGS_FRAME = re.compile(r'", line \d+, in parse_(?:known_)?args$')
+# (LLaMA-Factory's hparams/parser.py get_train_args: "vLLM/SGLang backend is only available for API, CLI and Web.")
+_PARSE_ARGS_FRAME = re.compile(r'", line \d+, in (?:parse_(?:known_)?args|(?:get|check|verify|validate)_\w*args)$')
 
 
 def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
@@ -1691,10 +1704,13 @@ def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
     if sig is None and text.startswith("KeyError") and any("configuration_auto.py" in f for f in tb.frames):
         # transformers' CONFIG_MAPPING has no entry for the checkpoint's model_type: too old
         return _UNSUPPORTED_SIGNATURE
-    if sig is None and text.strip() == "AssertionError" and _asserts(msgs, tb.exception, _CAPABILITY_ASSERT):
+    if sig is None and text.strip() == "AssertionError" and _failing_line_is(msgs, tb.exception, _CAPABILITY_ASSERT):
         return _NO_KERNEL_SIGNATURE
-    if sig is None and text.startswith("AssertionError") and _asserts(msgs, tb.exception, _GPU_PRESENT_ASSERT):
+    if sig is None and text.startswith("AssertionError") and _failing_line_is(msgs, tb.exception, _GPU_PRESENT_ASSERT):
         return _NO_GPU
+    if sig is None and "got an unexpected keyword argument" in text \
+            and _failing_line_is(msgs, tb.exception, _ARGS_FROM_OPTIONS):
+        return _FLAGS_SIGNATURE
     if sig is None and _in_jit_build(tb.frames):
         return _JIT_SIGNATURE
     if sig is None and _is_import_chain(tb.frames):
@@ -1729,10 +1745,16 @@ _CAPABILITY_ASSERT = re.compile(
 _GPU_PRESENT_ASSERT = re.compile(r"^\s*assert\b.*\btorch\.cuda\.(?:is_available|device_count)\(\)")
 
 
-def _asserts(msgs: _Messages, exception: int, failing_line: re.Pattern[str]) -> bool:
-    """An AssertionError whose failing line (just above it, or above Python 3.11's ^^^ marks) matches
-    ``failing_line``: one asserting the GPU's compute capability is code with kernels only for other
-    GPUs; one asserting that torch sees a GPU is a process given none."""
+# ... or that builds an engine's argument class from a dict of options (LLaMA-Factory's
+# "AsyncEngineArgs(**engine_args)" under an older vLLM: "__init__() got an unexpected keyword argument")
+_ARGS_FROM_OPTIONS = re.compile(r"^.*\b\w*(?:Args|Config)\(\*\*\w+\)")
+
+
+def _failing_line_is(msgs: _Messages, exception: int, failing_line: re.Pattern[str]) -> bool:
+    """Whether the exception's failing line (just above it, or above Python 3.11's ^^^ marks) matches
+    ``failing_line``: an assert of the GPU's compute capability is code with kernels only for other
+    GPUs; an assert that torch sees a GPU, a process given none; an argument class refusing a keyword,
+    an option this version of the engine does not take."""
     return any(k >= 0 and failing_line.match(msgs[k]) for k in (exception - 1, exception - 2))
 # a frame running a module's top level; \b: a long word is tried from its first letter only
 _MODULE_LINE = re.compile(r'\b(\w+)\.py", line \d+, in <module>')
@@ -2011,6 +2033,9 @@ def _starts_record(line: str) -> bool:
             or _EXCEPTION.match(line) is not None)
 
 
+_WHOLE_FRAME = re.compile(r'^\s*File "[^"]+", line \d+, in [\w<>.]+$')
+
+
 def _unwrap(lines: list[str], *, surely: bool = True) -> list[str]:
     """The lines a fixed-width terminal (tmux, screen, a web console) cut, joined again: when two or more
     lines are exactly as long as the longest, and more than are just short of it, each such line and the
@@ -2021,7 +2046,10 @@ def _unwrap(lines: list[str], *, surely: bool = True) -> list[str]:
         return lines
 
     def at_width(line: str) -> bool:
-        return len(line) == width and not line.endswith("  ") and line[-1] not in _BOX_EDGE
+        # (a frame that ends in its function's name is whole: two frames of one length in a paste that lost
+        # its indentation are not a terminal's cut, LlamaFactory issue 8173)
+        return len(line) == width and not line.endswith("  ") and line[-1] not in _BOX_EDGE \
+            and not _WHOLE_FRAME.match(line)
 
     cut = sum(1 for ln in lines if at_width(ln))
     # a cut at a fixed column leaves most long lines at exactly the width, and only the rest of a line
@@ -2478,6 +2506,8 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
     cause = _exception_text(msgs, at) if exc is not None else msgs[at].strip()
     if (refusal := _config_refusal(cause)) is not None:  # the launcher's own words for refused flags, pasted alone
         return _diagnose_at(log, at, refusal, (), via=None)
+    if "got an unexpected keyword argument" in cause and _failing_line_is(msgs, at, _ARGS_FROM_OPTIONS):
+        return _diagnose_at(log, at, _FLAGS_SIGNATURE, (), via=None)  # (a traceback's tail, without its header)
     return _infer_from_words(log, at, cause) or Diagnosis(
         failure_class=UNKNOWN,
         cause=cause,
