@@ -503,9 +503,17 @@ def test_triage_imports_no_adapter_library():
 # tuned misses were fixed from those logs alone (ptxas without the GPU's target, xformers' kernel range, ggml's
 # CUDA_CHECK, tokenizers' Py-wrapper names, TEI's download, a ValueError from an argument getter, an argument class
 # refusing a keyword, a client's 5xx report, frames of one length not joined as a terminal's cut): 221 of 253.
+# Of the 72 collected after that (forums, NVIDIA's TensorRT-LLM / Triton / NIM, Ray Serve and KubeRay, Chinese
+# threads; 62 tuned, 10 held out), three tuned logs were dropped because the class their label gives is not in
+# their text (a line cut before "out of memory", an NVML assert labelled from a moderator's reply, a SIGTERM
+# labelled killed); the tuned part read 43 of 62 and the new held-out logs 7 of 10 as first seen; the tuned
+# misses were fixed from those logs alone (TensorRT-LLM's paged-KV minimum, its CUDA check, its MPI world size and
+# FP8 FMHA refusals, nvcc's and make's build failures, Triton's missing or unfilled backend, torch spawn's
+# SIGKILL, vLLM's EngineDeadError, a Ray task's import, SIGFPE, an NGC fetch): 229 of 263 (the old held-out
+# part 222 of 253).
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 221 of 253 (0.874); the target is 0.95
+HELDOUT_FLOOR = 0.85  # measured 229 of 263 (0.871); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -847,6 +855,9 @@ EXCERPT_LINES = [
     ("client-server-error", ["Server error: 500 - [address=0.0.0.0:1, pid=2] cannot assign 'x' as child module 'model'"],
      "unknown"),
     ("ggml-cuda-check-oom", ["CUDA error 2 at /src/ggml-cuda.cu:9132: out of memory"], "cuda-oom"),
+    ("shell-sigfpe", ["Floating point exception (core dumped)"], "unknown"),
+    ("metadata-not-installed", ["importlib.metadata.PackageNotFoundError: No package metadata was found for vllm"],
+     "import-failed"),
     # an engine's argument class built from a dict of options, on a keyword this version lacks
     ("args-class-keyword", ["    engine = LLMEngine(EngineArgs(**engine_args))",
                             "TypeError: __init__() got an unexpected keyword argument 'limit_mm_per_prompt'"],

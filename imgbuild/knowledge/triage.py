@@ -273,6 +273,9 @@ CATALOG: tuple[Signature, ...] = (
             # engines that assert it before sizing their paged KV pool ("Not enough memory for KV cache,
             # try reducing --num-pages": FreeToken-Web issue 2)
             r"Not enough memory for KV cache",
+            # TensorRT-LLM's batch manager: the paged KV pool its free-memory fraction gave holds less than one
+            # sequence (as the Triton backend and its Python stub report it)
+            r"maxTokensInPagedKvCache (?:\(\d+\) )?must be large enough to process at least 1 sequence",
             # mem_cache/memory_pool_host.py (0.4.1.post5-0.4.7): the hierarchical cache's host pool
             r"Not enough host memory available\. Requesting [\d.]+ GB but only have [\d.]+ GB free",
         ),
@@ -359,6 +362,8 @@ CATALOG: tuple[Signature, ...] = (
             # ggml's CUDA backend (llama.cpp, Ollama, LocalAI) allocating its buffers
             r"\bcudaMalloc failed: out of memory",
             r"\bCUDA error 2 at \S+:\d+: out of memory",  # ggml-cuda.cu's CUDA_CHECK ("CUDA error %d at %s:%d: %s")
+            # TensorRT-LLM's check<cudaError> ("CUDA runtime error in ::cudaMallocAsync(ptr, n, ...): out of memory")
+            r"CUDA runtime error in ::\w+\(.{0,120}\): out of memory",
             r"CUDA failed with error out of memory",  # CTranslate2 (Tabby, faster-whisper): its CUDA_CHECK
             r"CUDA Error 2, out of memory",  # tinygrad's ops_cuda check: "CUDA Error {code}, {cuGetErrorString}"
             # IPython / Jupyter name the exception beside the traceback's header (torch's OutOfMemoryError)
@@ -482,6 +487,8 @@ CATALOG: tuple[Signature, ...] = (
             r"cudaErrorInvalidDeviceFunction|hipErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu",
             r"Unable to find code object for all current devices",
             r"CUBLAS_STATUS_ARCH_MISMATCH",  # cuBLAS has no kernel for this GPU's architecture
+            # TensorRT-LLM's attention op (attentionOp.cpp) on a GPU without FP8 tensor cores
+            r"FP8 FMHA cannot be enabled except on Ada or Hopper",
             # xformers' cutlass attention (fmha kernels' arch check): "kernel `..._sm80` is for sm80-sm100, but was built
             # for sm121" (jetson-containers issue 1360)
             r"kernel `\w+` is for sm\d+-sm\d+, but was built for sm\d+",
@@ -682,6 +689,8 @@ CATALOG: tuple[Signature, ...] = (
             # requests/urllib3 that cannot reach the Hub or its mirror (no network, a proxy's certificate)
             r"HTTPSConnectionPool\(host='(?:huggingface\.co|hf-mirror\.com|[\w.-]+\.hf\.co)', port=443\): Max retries exceeded",
             r"\bCould not download model artifacts\b",  # text-embeddings-inference's router (download.rs)
+            # a Rust hub client (NIM's nim_sdk::hub::repo, TEI's download.rs) that cannot reach the model's files
+            r"error sending request for url \(https://(?:api\.ngc\.nvidia\.com/\S*/models/|huggingface\.co/)",
             # huggingface_hub with downloads off (HF_HUB_OFFLINE, local_files_only) and no cached snapshot
             r"Cannot find an appropriate cached snapshot folder for the specified revision",
             # Ollama: the name is not in its registry ("ollama run orca", ollama issue 2292)
@@ -706,6 +715,10 @@ CATALOG: tuple[Signature, ...] = (
             r"ninja: build stopped",
             r"Ninja build failed",  # flashinfer's jit/cpp_ext.py run_ninja ("Ninja build failed. Ninja output: ...")
             r"\bfailed to JIT[- ]compile\b",  # "FlashInfer failed to JIT-compile: ninja (build tool) not found"
+            # nvcc's own summary of a failed compilation, and make's record of the rule that failed (a kernel
+            # library built from source: TensorRT-LLM's build_wheel.py, an image's build)
+            r"\b\d+ (?:catastrophic )?errors? detected in the compilation of \"",
+            r"\bg?make\[\d+\]: \*\*\* \[[^\]]{1,400}\.(?:cu|cpp|cc|c)\.o\] Error \d+",
             # ptxas (or nvcc) older than the GPU it is asked to compile for (sm_121a on a DGX Spark)
             r"Value 'sm_\d+\w?' is not defined for option 'gpu-name'",
             r"Error building extension",
@@ -771,6 +784,10 @@ CATALOG: tuple[Signature, ...] = (
             # a container given flags where its command goes (a pod's `args` on an image without an
             # entrypoint that takes them): runc then tries to run the first flag (kserve issue 4240)
             r'exec: "--[\w-]+(?:=[^"]{0,200})?": executable file not found',
+            # TensorRT-LLM's WorldConfig: the MPI ranks the engine was started with are not its TP x PP
+            r"Assertion failed: mpiSize == tp \* pp",
+            # a Triton model config whose template variable was never filled in (fill_template.py not run)
+            r"unable to find backend library for backend '\$\{\w+\}'",
             r"error: argument --[\w-]+(?:/-\w+)?: ",  # "argument --quantization/-q: invalid choice"
             r"error: the following arguments are required",
             # clap (TGI's launcher, Rust CLIs): "error: unexpected argument '--x' found", "error: invalid value ..."
@@ -866,6 +883,10 @@ _IMPORT = Signature(
         r"Failed to load dynamic shared library \S+\.so\b",
         r"undefined symbol: _Z\w+",
         r"ModuleNotFoundError: No module named",
+        r"RayTaskError\((?:ModuleNotFoundError|ImportError)\)",  # a Ray worker's import, as its caller raises it
+        r"PackageNotFoundError: No package metadata was found for \S+",  # importlib.metadata: not installed
+        # Triton's model loader without the backend's shared library in the image (tensorrtllm, vllm, python)
+        r"unable to find backend library for backend '\w+'",
         r"cannot import name '[\w.]+' from '",  # Python's ImportError text, also pasted without its name
         # model_loader/loader.py, quantization/*: an optional package a flag needs is not installed
         r"library not found\. Please install it",
@@ -1011,6 +1032,7 @@ _KILLED = Signature(
         r"signaled to shutdown with signal 9\b",
         # Python's multiprocessing / concurrent.futures on a child ended by it
         r"died with <Signals\.SIGKILL: 9>",
+        r"ProcessExitedException: process \d+ terminated with signal SIGKILL",  # torch.multiprocessing.spawn
         # Go's os/exec ExitError for a child ended by SIGKILL (Ollama's runner, container runtimes)
         r"\bsignal: killed\b",
         # an IDE's or a CI runner's report of the same (128 + 9)
@@ -1319,6 +1341,8 @@ _CHILD_REPORT = re.compile(
     r"|WorkerProc initialization failed due to an exception in a background process"
     # Unsloth's SyntheticDataKit / fast_inference on the vLLM server subprocess it started
     r"|\bUnsloth: vllm_process failed to load!"
+    # vLLM's v1 client once its engine process died (EngineDeadError), as a server in front of it reports it
+    r"|EngineCore encountered an issue\. See stack trace \(above\) for the root cause"
 )
 # a server's own line that loading the model failed, with no exception of its own (llama.cpp's
 # loaders, LocalAI): a failure without a traceback
@@ -1399,6 +1423,9 @@ _FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?\"?[Ff]ailed to [^:]{1,120}: (?:\w+:
                           r"|^.{0,200}?\bfailed for request\b.{0,300} with exception \w*(?:Error|Exception)\(")
 # a process that crashed in native code: the shell's report, Python's faulthandler
 _CRASH = re.compile(r"\b[Ss]egmentation fault"  # (two ranks' reports interleaved: "faultSegmentation fault")
+                    # SIGFPE as bash ("Floating point exception (core dumped)") and zsh ("[1] 123 floating point
+                    # exception  cmd") report it
+                    r"|\b[Ff]loating point exception\b"
                     # SIGILL: a binary built for CPU instructions this CPU lacks (AVX2, AVX-512), as the shell
                     # reports it ("line 69:   134 Illegal instruction", "Illegal instruction (core dumped)")
                     r"|\bIllegal instruction(?: \(core dumped\)|\s+\S|\s*$)"
