@@ -2405,8 +2405,10 @@ def _diagnose_first_traceback(log: _Log) -> Diagnosis | None:
         if sig is not None:
             if sig.failure_class == IMPORT_FAILED and (handled := _import_handled(log, tb.exception)) is not None:
                 return handled
-            if sig.failure_class == NCCL and (below := _wrapped_cause(log, tb.exception, sig, len(log.msgs)))[0] != tb.exception:
-                return _diagnose_at(log, below[0], below[1], tb.frames, via=None)
+            if sig.failure_class == NCCL:
+                at, cause = _wrapped_cause(log, tb.exception, sig, len(log.msgs))
+                if at != tb.exception:  # the communicator's own report of the CUDA call (or port) that failed
+                    return _diagnose_at(log, at, cause, tb.frames, via=None)
             return _refine_architecture(log, _diagnose_at(log, tb.exception, sig, tb.frames, via=None), tb.exception)
     return None
 
@@ -2419,7 +2421,8 @@ def _import_handled(log: _Log, exception: int) -> Diagnosis | None:
     model module's ModuleNotFoundError becomes "Model type X not supported."): the handler's error
     names the cause, when a signature knows it."""
     msgs = log.msgs
-    during = next((k for k in range(exception + 1, min(exception + 4, len(msgs))) if _DURING_HANDLING.match(msgs[k])), None)
+    during = next((k for k in range(exception + 1, min(exception + 4, len(msgs)))
+                   if _DURING_HANDLING.match(msgs[k])), None)
     if during is None:
         return None
     for k in range(during + 1, min(during + 80, len(msgs))):
