@@ -108,6 +108,9 @@ KNOWN_IN = {
                                       "probes), which this GPU-less run has none of; ROCm is not modelled",
         ("--monokernel-backend", "amd"): "the same AMD check (the deprecated spelling of --enable-amd-monokernel)",
         ("--watermark-config", "x"): "reads the named JSON file: a property of the machine, not of the flags",
+        ("--load-format", "expert_pack"): "expert_pack_hook.py handle_expert_pack lists every problem of the setup in one "
+                                          "message: the pack file and its manifest must exist (the machine), "
+                                          "SGLANG_EXPERT_PACK_PATH (the environment), the model config's kind; not modelled",
         ("--disaggregation-decode-allocation-policy", "prefill_complete"):
             "pd_disaggregation_hook.py _validate_prefill_complete lists every unsupported feature of the setup (transfer "
             "backend, bootstrap registry, role switch ...) in one message; not modelled",
@@ -217,4 +220,26 @@ def test_plan_agrees_with_sglang_on_a_conv_hybrid(sglang_release: tuple[str, str
     report = run(python, version, CONV_HYBRID_CASES, model=model)
     differing = {" ".join(r["flags"]): r["differs"] for r in report["rows"] if r["differs"]}
     print(f"\nsglang {version}: LFM2-1.2B, plan agrees with SGLang's parser on {report['agree']} of {report['cases']}")
+    assert differing == {}
+
+
+# flag sets SGLang refuses or accepts by the GPU's generation (knowledge/argchecks.py's compute-capability rules):
+# run again on an SM90 GPU, where some of those that SM86 refuses pass (TRT-LLM MHA decode, MegaMoE)
+GPU_GENERATION_CASES = [
+    [], ["--attention-backend", "trtllm_mha"], ["--decode-attention-backend", "trtllm_mha"],
+    ["--prefill-attention-backend", "trtllm_mha"], ["--attention-backend", "trtllm_mla"],
+    ["--attention-backend", "cutedsl_mla"], ["--kv-cache-dtype", "mxfp8"], ["--kv-cache-dtype", "nvfp4"],
+    ["--moe-a2a-backend", "megamoe"], ["--quantization", "nvfp4_online"], ["--quantization", "mxfp4"],
+]
+
+
+@pytest.mark.network
+def test_plan_agrees_with_sglang_on_an_sm90_gpu(sglang_release: tuple[str, str]) -> None:
+    """The GPU-generation rules on 2 x H100 SXM (SM90) through SGLang's own parser: the outcome and its message."""
+    from differential import H100_GPU, H100_PROBE, run
+
+    version, python = sglang_release
+    report = run(python, version, GPU_GENERATION_CASES, gpu=H100_GPU, probe=H100_PROBE)
+    differing = {" ".join(r["flags"]): r["differs"] for r in report["rows"] if r["differs"]}
+    print(f"\nsglang {version}: on 2 x H100 SXM, plan agrees with SGLang's parser on {report['agree']} of {report['cases']}")
     assert differing == {}

@@ -22,6 +22,7 @@ from imgbuild.knowledge.memory import (
     MemoryInputs,
     MemoryPlan,
     Rules,
+    backend_disables_radix_cache,
     cuda_graph_flags,
     explain_mem_fraction,
     plan_memory,
@@ -288,9 +289,11 @@ def _dsa_forced_dp_attention(launch: LaunchConfig, g: ModelGeometry, version: st
     return replace(launch, values={**launch.values, "enable_dp_attention": True, "dp_size": tp})
 
 
-def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: GpuView, model_path: str) -> MemoryInputs:
+def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: GpuView, model_path: str, *,
+                  compute_capability: str | None = None) -> MemoryInputs:
     """The planner's inputs from the parsed launch. Over 60 lines because it is one keyword per
-    MemoryInputs field the flags set."""
+    MemoryInputs field the flags set. ``compute_capability``: the GPU's (matrix.yaml); a CUDA GPU's also
+    feeds the GPU-generation refusals (knowledge/argchecks.py), a ROCm GPU's gfx version is no SM."""
     v = launch.values
     piecewise: bool | None = None
     if v.get("enable_piecewise_cuda_graph"):
@@ -300,10 +303,13 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
     if v.get("enforce_piecewise_cuda_graph"):
         piecewise = True  # _handle_piecewise_cuda_graph skips every auto-disable (0.5.10-0.5.13)
     draft_path = v.get("speculative_draft_model_path")
-    refused = refusal(rules.version, v, (g.architecture,) if g.architecture else ())
+    refused = refusal(rules.version, v, (g.architecture,) if g.architecture else (),
+                      compute_capability=compute_capability if gpus.platform == "cuda" else None,
+                      checkpoint_quantization=g.quantization)
     return MemoryInputs(
         rules=rules,
         geometry=g,
+        gpu_compute_capability=compute_capability,
         tp_size=launch.tp_size,
         pp_size=launch.pp_size,
         attn_tp_size=launch.attn_tp_size,
@@ -332,7 +338,8 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         speculative_eagle_topk=v.get("speculative_eagle_topk"),
         speculative_num_draft_tokens=v.get("speculative_num_draft_tokens"),
         draft_model_external=bool(draft_path) and draft_path != model_path,
-        disable_radix_cache=launch.disable_radix_cache or _decode_forces_chunk_cache(rules.version, v),
+        disable_radix_cache=launch.disable_radix_cache or _decode_forces_chunk_cache(rules.version, v)
+        or backend_disables_radix_cache(rules.version, v.get("attention_backend")),
         mamba_strategy=launch.mamba_strategy,
         mamba_ssm_dtype=v.get("mamba_ssm_dtype"),
         max_mamba_cache_size=v.get("max_mamba_cache_size"),
@@ -425,7 +432,9 @@ def plan_launch(
     rules = rules_for(version)
     if not rules.verified:
         notes.append(f"SGLang {version}: accounting rules of the {rules.era} family (read in 0.5.9, 0.5.10-0.5.14, 0.5.23)")
-    inputs = memory_inputs(rules, geometry, launch, gpus, model)
+    listed = matrix.gpu_by_smi_name(gpus.name) if matrix is not None else None
+    cc = getattr(listed, "compute_capability", None) if listed is not None else None
+    inputs = memory_inputs(rules, geometry, launch, gpus, model, compute_capability=str(cc) if cc else None)
     draft_path = launch.values.get("speculative_draft_model_path")
     if inputs.draft_model_external and draft_path:
         # the draft's config.json through the same reader (a local path or a Hub id)
@@ -434,9 +443,6 @@ def plan_launch(
         except UsageError as exc:
             raise UsageError(f"--speculative-draft-model-path: {exc.message}", hint=exc.hint) from exc
         inputs = replace(inputs, draft_geometry=draft.geometry)
-    listed = matrix.gpu_by_smi_name(gpus.name) if matrix is not None else None
-    if listed is not None and getattr(listed, "compute_capability", None):
-        inputs = replace(inputs, gpu_compute_capability=str(listed.compute_capability))
     plan, started = _with_start_failure(plan_memory(inputs), rules.version, launch, geometry)
     suggestions = suggest_changes(inputs, plan, gpus) if options.suggest and not started else ()
     return PlanResult(

@@ -8,12 +8,16 @@ held against SGLang's own parser for 0.5.9, 0.5.11 and 0.5.23 (tests/test_sglang
 rule's handler names the function that raises it in the newest release it covers (server_args.py's
 ServerArgs methods up to 0.5.17, arg_groups/*.py after). Rules are listed in the order SGLang runs
 them, so the first one that applies is the error SGLang prints. The per-architecture support lists
-(layer-norm SP, MegaMoE, CP decode attention TP, language-model-only, DSA) are kept per release and
-read config.json's architectures, which plan passes in.
+(layer-norm SP, MegaMoE, CP decode attention TP, language-model-only, DSA, DeepEP v2) and the
+quantization registry are kept per release and read config.json's architectures, which plan passes
+in. The GPU-generation rules (TRT-LLM and CuTe DSL attention, MXFP8 / NVFP4 KV caches, MegaMoE,
+nvfp4_online) read a CUDA GPU's compute capability, which plan passes in from matrix.yaml, and stay
+silent where it is not known (a --gpu given as a memory size, a ROCm GPU).
 
 Deliberately not here: checks that need the machine (--enable-http2 needs the granian package,
 --mamba-backend flashinfer needs flashinfer's mamba module, SSL files must exist, a mooncake
-transfer's --disaggregation-ib-device must be in /sys/class/infiniband, GPU generation checks),
+transfer's --disaggregation-ib-device must be in /sys/class/infiniband, --load-format expert_pack's
+files), the quantization a checkpoint declares reconciled with --quantization (configs/model_config.py),
 those that depend on what SGLang resolves for the model (--enable-mis: the attention backend;
 --enable-linear-replayssm: the mamba strategy; --enable-page-major-kv-layout in 0.5.15-0.5.18: the
 attention backends resolved for the model and GPU), and prefill_complete's one message listing every
@@ -184,6 +188,8 @@ _DSA: _ArchList = (
 )
 _ARCHS = "_architectures"  # first_refusal's key for config.json's architectures (no SGLang dest has this name)
 _VERSION = "_version"
+_CC = "_compute_capability"  # matrix.yaml's compute capability of a CUDA GPU ("8.6"); absent: not known
+_CHECKPOINT_QUANT = "_checkpoint_quantization"  # config.json's quantization_config quant_method, if any
 
 
 def _arch_list(values: Values, segments: _ArchList) -> tuple[str, ...] | None:
@@ -214,11 +220,160 @@ def _lmo_reaches_list(values: Values) -> bool:
     return not any(_v(values, d) for d in combined) and _v(values, "disaggregation_mode", "null") == "null"
 
 
+# utils/common.py _check_cuda_device_version by the capability's major (0.5.19+ runtime_context.py's
+# platform facts read the same): is_sm90_supported 9, is_sm100_supported 10, is_sm120_supported 12,
+# is_blackwell_supported 10, 11 and 12
+_SM90, _SM100, _SM120 = (9,), (10,), (12,)
+_BLACKWELL = (10, 11, 12)
+
+
+def _cc_major(values: Values) -> int | None:
+    try:
+        return int(str(values.get(_CC) or "").split(".")[0])
+    except ValueError:
+        return None
+
+
+def _gpu_outside(values: Values, *majors: tuple[int, ...]) -> bool:
+    """The GPU is known and is none of ``majors`` (a --gpu given as a bare memory size: not known, silent)."""
+    major = _cc_major(values)
+    return major is not None and not any(major in group for group in majors)
+
+
+def _attn(values: Values, dest: str) -> str | None:
+    # 0.5.23 serving_hook.py handle_deprecated_args renames the deprecated tokenspeed_mla to cutedsl_mla
+    # (--attention-backend and --decode-attention-backend only)
+    backend = _v(values, dest)
+    renamed = dest != "prefill_attention_backend" and Version(values[_VERSION]) >= Version("0.5.23")
+    return "cutedsl_mla" if backend == "tokenspeed_mla" and renamed else backend
+
+
+def _nvfp4_kv_decodes_on_trtllm(values: Values) -> bool:
+    # 0.5.21+ kv_cache_hook.py handle_nvfp4_prefill_kv_dequant_dtype: an NVFP4 KV cache with no backend
+    # named sets --decode-attention-backend trtllm_mha (prefill: flashinfer below SM100)
+    return Version(values[_VERSION]) >= Version("0.5.21") and _v(values, "kv_cache_dtype") == "nvfp4" \
+        and _v(values, "prefill_kv_cache_dequant_dtype", "auto") == "auto" and not any(
+            _v(values, d) for d in ("attention_backend", "prefill_attention_backend", "decode_attention_backend"))
+
+
+def _prefill_attn(values: Values) -> str | None:
+    return _attn(values, "prefill_attention_backend") or _attn(values, "attention_backend")
+
+
+def _decode_attn(values: Values) -> str | None:
+    if _nvfp4_kv_decodes_on_trtllm(values):
+        return "trtllm_mha"
+    return _attn(values, "decode_attention_backend") or _attn(values, "attention_backend")
+
+
+def _any_attn(values: Values, backend: str) -> bool:
+    return backend in (_attn(values, "attention_backend"), _attn(values, "decode_attention_backend"),
+                       _attn(values, "prefill_attention_backend"))
+
+
+def _quantization(values: Values) -> str | None:
+    """--quantization as SGLang resolves it, where plan can tell: None when the checkpoint declares its
+    own (configs/model_config.py then reconciles the two, which is not modelled here)."""
+    if values.get(_CHECKPOINT_QUANT):
+        return "?"
+    flag = _v(values, "quantization")
+    return None if flag in (None, "unquant") else str(flag).lower()  # "unquant": server_args.py sets None
+
+
+# layers/quantization/__init__.py QUANTIZATION_METHODS on a CUDA machine, in order (BASE_QUANTIZATION_METHODS,
+# then the is_cuda() additions: mxfp4); configs/model_config.py _verify_quantization lists it in its refusal.
+# Read off each wheel from 0.5.5 on (0.5.1-0.5.4 add vllm's methods when vllm is installed).
+_QUANTIZATION_METHODS: _ArchList = (
+    ("0.5.5", "0.5.5", ('fp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'auto-round', 'quark', 'mxfp4')),
+    ("0.5.6", "0.5.7", ('fp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'quark', 'auto-round', 'mxfp4')),
+    ("0.5.8", "0.5.8.post1", ('fp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'quark', 'auto-round', 'modelslim', 'quark_int4fp8_moe', 'mxfp4')),
+    ("0.5.9", "0.5.9", ('fp8', 'mxfp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'quark', 'auto-round', 'modelslim', 'quark_int4fp8_moe', 'mxfp4')),
+    ("0.5.10", "0.5.12.post1", ('fp8', 'mxfp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'quark', 'auto-round', 'modelslim', 'quark_int4fp8_moe', 'mxfp4')),
+    ("0.5.13", "0.5.13.post1", ('fp8', 'mxfp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'quark', 'quark_mxfp4', 'auto-round', 'modelslim', 'quark_int4fp8_moe', 'mxfp4')),
+    ("0.5.14", "0.5.14", ('fp8', 'mxfp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'quark', 'quark_mxfp4', 'auto-round', 'modelslim', 'quark_int4fp8_moe', 'mxfp4')),
+    ("0.5.15", "0.5.15.post1", ('fp8', 'mxfp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'quark', 'quark_mxfp4', 'auto-round', 'auto-round-int8', 'modelslim', 'quark_int4fp8_moe', 'mxfp_w4a8', 'mxfp4')),
+    ("0.5.16", "0.5.19", ('fp8', 'mxfp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'w4afp8', 'petit_nvfp4', 'quark', 'quark_mxfp4', 'auto-round', 'auto-round-int8', 'modelslim', 'quark_int4fp8_moe', 'humming', 'mxfp_w4a8', 'mxfp4')),
+    ("0.5.20", "0.5.22", ('fp8', 'mxfp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'w4afp8', 'petit_nvfp4', 'quark', 'quark_mxfp4', 'auto-round', 'auto-round-int8', 'modelslim', 'quark_int4fp8_moe', 'humming', 'mxfp_w4a8', 'mxfp4')),
+    ("0.5.23", "0.5.23", ('fp8', 'mxfp8', 'minimax_m3_nvfp4', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'w4afp8', 'petit_nvfp4', 'quark', 'quark_mxfp4', 'auto-round', 'auto-round-int8', 'modelslim', 'quark_int4fp8_moe', 'humming', 'mxfp_w4a8', 'mxfp4')),
+)
+
+
+def _quantization_unknown(values: Values) -> bool:
+    names, quant = _arch_list(values, _QUANTIZATION_METHODS), _quantization(values)
+    return names is not None and quant not in (None, "?") and quant not in names
+
+
+# configs/moe_model_registry.py _DEEPEP_V2_MODELS (0.5.21-0.5.23; external packages may register more)
+_DEEPEP_V2_COMMON = ("DeepseekV3ForCausalLM", "DeepseekV4ForCausalLM", "Qwen3MoeForCausalLM",
+                     "Glm5NextForConditionalGeneration")
+_DEEPEP_V2: _ArchList = (
+    ("0.5.21", "0.5.21", _DEEPEP_V2_COMMON),
+    ("0.5.22", "0.5.23", (*_DEEPEP_V2_COMMON, "GlmMoeDsaForCausalLM", "MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM")),
+)
+
+
+def _flashinfer_a2a_topology_refused(values: Values) -> bool:
+    # moe_hook.py _flashinfer_a2a_topology_is_supported: attention DP over the whole TP group, or Muse Spark's
+    # prefill sequence parallelism at TP4/EP4 or TP8/EP8 (the A2A sets ep_size to tp_size)
+    tp, attn_dp = _int(values, *_TP), _int(values, "attn_dp_size")
+    if _attn_dp_enabled(values) and attn_dp == tp:
+        return False
+    muse = _archs(values)[:1] == ("MuseSparkForConditionalGeneration",) and bool(_v(values, "enable_layernorm_sp")) \
+        and not _v(values, "enable_dp_attention") and attn_dp == 1 and tp in (4, 8)
+    return not muse and bool(_archs(values))
+
+
+def _cutedsl_moe_quantizations(version: str) -> tuple[str, ...]:
+    # server_args.py _handle_moe_kernel_config (0.5.11-0.5.18), arg_groups/moe_hook.py handle_moe_kernel_config
+    key = Version(version)
+    return ("modelopt_fp4",) + (("modelopt_mixed",) if key >= Version("0.5.16") else ()) \
+        + (("nvfp4_online",) if key >= Version("0.5.18") else ())
+
+
+def _cutedsl_moe_refused(values: Values) -> bool:
+    quant = _quantization(values)
+    return _v(values, "moe_runner_backend") == "flashinfer_cutedsl" and quant != "?" \
+        and quant not in _cutedsl_moe_quantizations(values[_VERSION])
+
+
+_CUTEDSL_MOE_TAIL = (  # what the message lists after the quantization, by release
+    ("0.5.11", "0.5.14", "'modelopt_fp4'."),
+    ("0.5.15", "0.5.15.post1", "'modelopt_fp4' or hybrid NVFP4 models."),
+    ("0.5.16", "0.5.17", "'modelopt_fp4', 'modelopt_mixed' (with NVFP4 MoE layers), or hybrid NVFP4 models."),
+    ("0.5.18", "0.5.23", "'modelopt_fp4', 'modelopt_mixed' (with NVFP4 MoE layers), 'nvfp4_online', or hybrid NVFP4 "
+                         "models."),
+)
+
+
+def _cutedsl_moe_message(values: Values) -> str:
+    version = Version(values[_VERSION])
+    tail = next(t for since, until, t in _CUTEDSL_MOE_TAIL if Version(since) <= version <= Version(until))
+    return f"AssertionError: Invalid quantization '{_quantization(values)}'. \nFlashInfer CuteDSL MOE currently supports " \
+           f"only: {tail}"
+
+
+def _draft_a2a(values: Values) -> str | None:
+    # moe_hook.py validate_deepep_v2_speculative_draft: the draft's A2A backend, else the target's (not for NGRAM)
+    draft = _v(values, "speculative_moe_a2a_backend")
+    if draft is None and _v(values, "speculative_algorithm") and str(_v(values, "speculative_algorithm")).upper() != "NGRAM":
+        return _v(values, "moe_a2a_backend")
+    return draft
+
+
 CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("log-level", "prepare_server_args", "0.5.11", "0.5.23",
              lambda v: not _log_level_known(v),
              lambda v: f"AttributeError: module 'logging' has no attribute '{str(_v(v, 'log_level')).upper()}'"),
     # from here on in the order of 0.5.23's arg_groups/pipeline.py run_resolution_pipeline
+    # handle_mega_moe runs first (handle_moe_runner_backend_alias: --moe-runner-backend megamoe is
+    # --moe-a2a-backend megamoe); the overlap flags are refused before the GPU (another text)
+    ArgCheck("megamoe-gpu", "arg_groups/mega_moe_hook.py check_mega_moe_compat", "0.5.21", "0.5.23",
+             lambda v: "megamoe" in (_v(v, "moe_a2a_backend"), _v(v, "moe_runner_backend"))
+             and not (_v(v, "enable_two_batch_overlap") or _v(v, "enable_single_batch_overlap"))
+             and _gpu_outside(v, _SM90, _SM100),
+             lambda v: "ValueError: --moe-a2a-backend megamoe needs a CUDA SM90 GPU (block-FP8 experts) or an SM100-class "
+                       "GPU (MXFP4 / NVFP4 experts); it runs DeepGEMM kernels over CUDA symmetric memory. On ROCm, set "
+                       "SGLANG_AMD_USE_FLYDSL_MEGA_MOE=1 to select aiter MegaMoEv2 instead."),
     ArgCheck("aux-hidden-layer-ids-alone", "arg_groups/validation_hook.py handle_aux_hidden_state_capture", "0.5.23", "0.5.23",
              lambda v: not _v(v, "enable_return_aux_hidden_states") and _v(v, "return_aux_hidden_state_layer_ids") is not None,
              lambda v: "ValueError: --return-aux-hidden-state-layer-ids requires --enable-return-aux-hidden-states."),
@@ -275,6 +430,11 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("dwdp-equals-tp", "arg_groups/parallel_hook.py handle_dwdp", "0.5.17", "0.5.23",
              lambda v: _int(v, "dwdp_size") >= 2 and _int(v, "dwdp_size") != _int(v, *_TP),
              lambda v: f"AssertionError: dwdp_size ({_int(v, 'dwdp_size')}) must equal tp_size ({_int(v, *_TP)})"),
+    # the model adjustments start by loading ModelConfig, whose _verify_quantization checks the registry
+    ArgCheck("quantization-registered", "configs/model_config.py ModelConfig._verify_quantization", "0.5.5", "0.5.23",
+             _quantization_unknown,
+             lambda v: f"ValueError: Unknown quantization method: {_quantization(v)}. Must be one of "
+                       f"{list(_arch_list(v, _QUANTIZATION_METHODS) or ())}."),
     ArgCheck("dsa-cache-layer-split-architectures", "arg_groups/model_hook.py handle_model_specific_adjustments",
              "0.5.16", "0.5.23",
              lambda v: bool(_v(v, "enable_dsa_cache_layer_split")) and _first_arch_outside(v, _DSA),
@@ -290,6 +450,45 @@ CHECKS: tuple[ArgCheck, ...] = (
              "0.5.21", "0.5.23",
              lambda v: _v(v, "kv_cache_dtype", "auto") != "nvfp4" and _v(v, "prefill_kv_cache_dequant_dtype", "auto") != "auto",
              lambda v: "ValueError: --prefill-kv-cache-dequant-dtype applies only with --kv-cache-dtype=nvfp4."),
+    # handle_attention_backend_compatibility (server_args.py _handle_attention_backend_compatibility through
+    # 0.5.18): TRT-LLM MLA, CuTe DSL MLA, then TRT-LLM MHA prefill and decode
+    ArgCheck("trtllm-mla-blackwell-0.5.8", "_handle_attention_backend_compatibility", "0.5.8", "0.5.8.post1",
+             lambda v: "trtllm_mla" in (_v(v, "attention_backend"), _v(v, "decode_attention_backend"))
+             and _gpu_outside(v, _BLACKWELL),
+             lambda v: "ValueError: TRTLLM MLA backend is only supported on Blackwell GPUs (SM100). Please use a different "
+                       "backend."),
+    ArgCheck("trtllm-mla-blackwell", "arg_groups/overrides.py _mla_kv_cache_dtype_checks", "0.5.9", "0.5.23",
+             lambda v: "trtllm_mla" in (_attn(v, "attention_backend"), _attn(v, "decode_attention_backend"))
+             and _gpu_outside(v, _BLACKWELL),
+             lambda v: "ValueError: TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x). Please use a "
+                       "different backend."),
+    ArgCheck("tokenspeed-mla-blackwell", "arg_groups/overrides.py _mla_kv_cache_dtype_checks", "0.5.12", "0.5.22",
+             lambda v: "tokenspeed_mla" in (_v(v, "attention_backend"), _v(v, "decode_attention_backend"))
+             and _gpu_outside(v, _BLACKWELL),
+             lambda v: "ValueError: tokenspeed_mla backend is only supported on Blackwell GPUs (SM100/SM12x)."),
+    ArgCheck("cutedsl-mla-decode-only", "arg_groups/overrides.py _cutedsl_prefill_backend_fill", "0.5.13", "0.5.23",
+             lambda v: _attn(v, "prefill_attention_backend") == "cutedsl_mla",
+             lambda v: "AssertionError: CuteDSL MLA only supports decoding for now"),
+    ArgCheck("cutedsl-mla-sm100", "arg_groups/overrides.py _cutedsl_prefill_backend_fill", "0.5.13", "0.5.23",
+             lambda v: _any_attn(v, "cutedsl_mla") and _gpu_outside(v, _SM100),
+             lambda v: "ValueError: CuteDSL MLA backend is only supported on Blackwell GPUs (SM100). Please use a different "
+                       "backend."),
+    ArgCheck("trtllm-mha-sm100", "_handle_attention_backend_compatibility", "0.5.1", "0.5.9",
+             lambda v: _any_attn(v, "trtllm_mha") and _gpu_outside(v, _SM100),
+             lambda v: "ValueError: TRTLLM MHA backend is only supported on Blackwell GPUs (SM100). Please use a different "
+                       "backend."),
+    ArgCheck("trtllm-mha-prefill-sm100", "_handle_attention_backend_compatibility", "0.5.10", "0.5.18",
+             lambda v: _prefill_attn(v) == "trtllm_mha" and _gpu_outside(v, _SM100),
+             lambda v: "ValueError: TRTLLM MHA backend for prefill is only supported on Blackwell GPUs (SM100). Please use "
+                       "a different prefill backend."),
+    ArgCheck("trtllm-mha-prefill", "arg_groups/attention_hook.py handle_attention_backend_compatibility", "0.5.19", "0.5.23",
+             lambda v: _prefill_attn(v) == "trtllm_mha" and _gpu_outside(v, _SM90, _SM100, _SM120),
+             lambda v: "ValueError: TRTLLM MHA backend for prefill requires Hopper (SM90), Blackwell (SM100), or SM120 GPUs. "
+                       "Please use a different prefill backend."),
+    ArgCheck("trtllm-mha-decode", "arg_groups/attention_hook.py handle_attention_backend_compatibility", "0.5.10", "0.5.23",
+             lambda v: _decode_attn(v) == "trtllm_mha" and _gpu_outside(v, _SM90, _SM100, _SM120),
+             lambda v: "ValueError: TRTLLM MHA backend for decode is only supported on Hopper (SM90), Blackwell (SM100) and "
+                       "(SM120) GPUs. Please use a different decode backend."),
     ArgCheck("mamba-stochastic-rounding-fp16", "arg_groups/mamba_hook.py handle_mamba_backend", "0.5.15", "0.5.23",
              lambda v: bool(_v(v, "enable_mamba_cache_stochastic_rounding")) and _v(v, "mamba_ssm_dtype") != "float16",
              lambda v: "ValueError: Stochastic rounding for the Mamba SSM cache requires --mamba-ssm-dtype float16, got "
@@ -312,6 +511,14 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: bool(_v(v, "enable_linear_replayssm")) and _linear_decode_backend(v) not in ("triton", "helion"),
              lambda v: "ValueError: --enable-linear-replayssm requires Triton, or Helion for KDA, as the linear-attn decode "
                        f"backend; got --linear-attn-decode-backend={_linear_decode_backend(v)!r}."),
+    ArgCheck("nvfp4-kv-sm100-or-sm120", "arg_groups/kv_cache_hook.py handle_kv4_compatibility", "0.5.16", "0.5.23",
+             lambda v: _v(v, "kv_cache_dtype") == "nvfp4" and _gpu_outside(v, _SM100, _SM120),
+             lambda v: "RuntimeError: --kv-cache-dtype=nvfp4 requires Blackwell SM100 or SM120. Use "
+                       "--kv-cache-dtype=fp4_mx_block16 for the block-size-16 FP4 recipe."),
+    ArgCheck("mxfp8-kv-blackwell", "arg_groups/kv_cache_hook.py handle_mxfp8_kv_cache_compatibility", "0.5.16", "0.5.23",
+             lambda v: _v(v, "kv_cache_dtype") == "mxfp8" and _gpu_outside(v, _BLACKWELL),
+             lambda v: "ValueError: --kv-cache-dtype mxfp8 requires an SM100+ (Blackwell) GPU for the block-scaled operands "
+                       "used by the FA4 MXFP8 attention path."),
     ArgCheck("linker-mla-dedup-needs-mooncake", "arg_groups/hicache_hook.py handle_hicache", "0.5.21", "0.5.23",
              lambda v: bool(_v(v, "enable_linker_mla_dedup")) and (
                  not _v(v, "enable_unified_cache_external_linker")
@@ -360,12 +567,32 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: bool(_v(v, "enable_kv_cache_sharding")) and _v(v, "disaggregation_mode") != "prefill",
              lambda v: "ValueError: --enable-kv-cache-sharding is only supported on PD prefill workers: a rank's pool holds "
                        "only its stripe of every cached page, which is incompatible with local decode."),
+    # handle_moe_kernel_config (server_args.py _handle_moe_kernel_config through 0.5.18)
+    ArgCheck("nvfp4-online-sm100", "arg_groups/overrides.py _moe_runner_backend_quant_constraints", "0.5.14", "0.5.23",
+             lambda v: _quantization(v) == "nvfp4_online" and _gpu_outside(v, _SM100),
+             lambda v: "ValueError: --quantization nvfp4_online is supported only on NVIDIA Blackwell SM100/SM103 GPUs."),
+    ArgCheck("flashinfer-cutedsl-moe-quantization", "arg_groups/moe_hook.py handle_moe_kernel_config", "0.5.11", "0.5.23",
+             _cutedsl_moe_refused, _cutedsl_moe_message),
     ArgCheck("flashinfer-a2a-runner", "_handle_a2a_moe", "0.5.9", "0.5.12.post1",
              lambda v: _v(v, "moe_a2a_backend") == "flashinfer" and _v(v, "moe_runner_backend", "auto") != "flashinfer_cutlass",
              lambda v: "AssertionError: Flashinfer MoE A2A is only supported with flashinfer_cutlass moe runner backend"),
     ArgCheck("flashinfer-a2a-dispatch-type", "arg_groups/moe_hook.py handle_a2a_moe", "0.5.20", "0.5.23",
              lambda v: _v(v, "moe_a2a_backend") != "flashinfer" and _v(v, "flashinfer_a2a_dispatch_type") not in (None, "auto"),
              lambda v: "ValueError: --flashinfer-a2a-dispatch-type requires --moe-a2a-backend flashinfer."),
+    # handle_a2a_moe's DeepEP v2, FlashInfer and pplx branches
+    ArgCheck("deepep-v2-architectures", "arg_groups/moe_hook.py validate_deepep_v2_model_architecture", "0.5.21", "0.5.23",
+             lambda v: _v(v, "moe_a2a_backend") == "deepep_v2" and _first_arch_outside(v, _DEEPEP_V2),
+             lambda v: f"ValueError: DeepEP v2 MoE is not validated for {_archs(v)[0]!r}. The model package must register "
+                       "its architecture with register_deepep_v2_model, because its combine and post-expert reduction "
+                       "semantics must be validated first."),
+    ArgCheck("flashinfer-a2a-attn-dp", "arg_groups/moe_hook.py handle_a2a_moe", "0.5.23", "0.5.23",
+             lambda v: _v(v, "moe_a2a_backend") == "flashinfer" and _flashinfer_a2a_topology_refused(v),
+             lambda v: "AssertionError: Flashinfer MoE A2A requires --attn-dp-size equal to --tp-size, except for Muse "
+                       "Spark TP4/EP4 or TP8/EP8 prefill sequence parallelism."),
+    ArgCheck("pplx-needs-attn-dp", "arg_groups/moe_hook.py handle_a2a_moe", "0.5.22", "0.5.23",
+             lambda v: _v(v, "moe_a2a_backend") == "pplx" and _int(v, "attn_dp_size") < 2,
+             lambda v: "AssertionError: moe_a2a_backend='pplx' requires attention DP with at least 2 groups "
+                       "(--attn-dp-size >= 2)."),
     ArgCheck("flashinfer-megamoe-architectures", "arg_groups/moe_hook.py validate_flashinfer_megamoe_model",
              "0.5.20", "0.5.23",
              lambda v: _v(v, "moe_a2a_backend") == "flashinfer_megamoe" and _no_arch_inside(v, _MEGAMOE),
@@ -409,6 +636,15 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: _v(v, "speculative_algorithm") is not None
              and str(_v(v, "speculative_algorithm")).upper() not in _SPEC_NAMES,
              lambda v: f"ValueError: Unknown speculative algorithm name: {str(_v(v, 'speculative_algorithm')).upper()}"),
+    # the first check of _handle_speculative_decoding: the draft's MoE runner, speculative or not
+    ArgCheck("spec-moe-runner-not-trtllm-0.5.9", "_handle_speculative_decoding", "0.5.7", "0.5.9",
+             lambda v: _v(v, "speculative_moe_runner_backend") == "flashinfer_trtllm",
+             lambda v: "AssertionError: Currently speculative MoE runner backend cannot be flashinfer_trtllm for risk in "
+                       "some draft models."),
+    ArgCheck("spec-moe-runner-not-trtllm", "_handle_speculative_decoding", "0.5.10", "0.5.11",
+             lambda v: _v(v, "speculative_moe_runner_backend") == "flashinfer_trtllm",
+             lambda v: "AssertionError: Currently speculative MoE runner backend doesn't support flashinfer_trtllm, please "
+                       "use triton or auto backend for speculative moe runner instead."),
     ArgCheck("spec-skip-dp-mlp-sync", "_handle_speculative_decoding", "0.5.11", "0.5.22",
              lambda v: bool(_v(v, "speculative_skip_dp_mlp_sync")) and _spec_algorithm(v) != "EAGLE",
              lambda v: "AssertionError: --speculative-skip-dp-mlp-sync is only supported with speculative_algorithm == "
@@ -493,21 +729,31 @@ CHECKS: tuple[ArgCheck, ...] = (
                        "unsupported: the strided MHA K/V views were removed and the static-pool page-major layout awaits its "
                        "per-layer-view reimplementation. Run with --enable-unified-memory, or drop "
                        "--enable-page-major-kv-layout."),
+    # after the pipeline, the last validations of arg_groups/pipeline.py run_resolution_pipeline
+    ArgCheck("deepep-v2-not-for-draft", "arg_groups/moe_hook.py validate_deepep_v2_speculative_draft", "0.5.19", "0.5.23",
+             lambda v: _draft_a2a(v) == "deepep_v2",
+             lambda v: "ValueError: DeepEP v2 MoE is not validated as a speculative draft backend. Select another "
+                       "--speculative-moe-a2a-backend."),
 )
 
 
-def _first_check(version: str, values: Values, architectures: tuple[str, ...]) -> tuple[ArgCheck, Values] | None:
-    seen = {**values, _ARCHS: tuple(architectures), _VERSION: version}
+def _first_check(version: str, values: Values, architectures: tuple[str, ...], compute_capability: str | None,
+                 checkpoint_quantization: str | None) -> tuple[ArgCheck, Values] | None:
+    seen = {**values, _ARCHS: tuple(architectures), _VERSION: version, _CC: compute_capability,
+            _CHECKPOINT_QUANT: checkpoint_quantization}
     for check in CHECKS:
         if check.in_release(version) and check.applies(seen):
             return check, seen
     return None
 
 
-def first_refusal(version: str, values: Values, architectures: tuple[str, ...] = ()) -> str | None:
+def first_refusal(version: str, values: Values, architectures: tuple[str, ...] = (), *,
+                  compute_capability: str | None = None, checkpoint_quantization: str | None = None) -> str | None:
     """The error SGLang `version` raises after parsing these flag values, if one of the rules applies.
-    ``architectures`` (config.json's) feeds the per-architecture support lists; without it those rules stay silent."""
-    found = _first_check(version, values, architectures)
+    ``architectures`` (config.json's) feeds the per-architecture support lists, ``compute_capability`` (a CUDA
+    GPU's, "8.6") the GPU-generation rules, ``checkpoint_quantization`` (config.json's quant_method) tells the
+    quantization rules that SGLang reconciles the flag with the checkpoint; without them those rules stay silent."""
+    found = _first_check(version, values, architectures, compute_capability, checkpoint_quantization)
     return None if found is None else found[0].message(found[1])
 
 
@@ -519,7 +765,7 @@ _BEFORE_MODEL_ADJUSTMENTS = frozenset({
     "prepare_server_args", "handle_ssl_validation", "handle_asr_validation", "handle_deprecated_args",
     "handle_pd_disaggregation", "validate_prefill_only_disable_kv_cache_args", "handle_decode_context_parallelism",
     "handle_dwdp", "handle_multimodal", "handle_model_source_paths", "handle_cuda_graph_config",
-    "get_model_config_parser",
+    "get_model_config_parser", "ModelConfig._verify_quantization",
 })
 
 
@@ -537,9 +783,10 @@ class Refusal:
     after_model_adjustments: bool
 
 
-def refusal(version: str, values: Values, architectures: tuple[str, ...] = ()) -> Refusal | None:
+def refusal(version: str, values: Values, architectures: tuple[str, ...] = (), *,
+            compute_capability: str | None = None, checkpoint_quantization: str | None = None) -> Refusal | None:
     """first_refusal's error with where SGLang raises it (Refusal), from one pass over the rules."""
-    found = _first_check(version, values, architectures)
+    found = _first_check(version, values, architectures, compute_capability, checkpoint_quantization)
     if found is None:
         return None
     check, seen = found

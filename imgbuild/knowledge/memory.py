@@ -635,8 +635,9 @@ def decode_graph_defaults(inp: MemoryInputs) -> tuple[int, int]:
     return chunk, max_bs
 
 
-def piecewise_token_count(max_tokens: int) -> int:
-    """len(_generate_piecewise_cuda_graph_tokens()) (server_args.py, 0.5.9-0.5.13)."""
+def piecewise_token_sizes(max_tokens: int) -> list[int]:
+    """_generate_piecewise_cuda_graph_tokens() (server_args.py, 0.5.9-0.5.13; the prefill graph's
+    generate_prefill_cuda_graph_batch_sizes later)."""
     sizes = (
         list(range(4, 33, 4))
         + list(range(48, 257, 16))
@@ -645,7 +646,12 @@ def piecewise_token_count(max_tokens: int) -> int:
         + list(range(1280, 4097, 256))
         + list(range(4608, max_tokens + 1, 512))
     )
-    return sum(1 for s in sizes if s <= max_tokens)
+    return [s for s in sizes if s <= max_tokens]
+
+
+def piecewise_token_count(max_tokens: int) -> int:
+    """len(_generate_piecewise_cuda_graph_tokens()) (server_args.py, 0.5.9-0.5.13)."""
+    return len(piecewise_token_sizes(max_tokens))
 
 
 def vlm_mfs_factor(v: VisionGeometry | None) -> float:
@@ -1063,6 +1069,12 @@ def _prefill_graph_sizes(inp: MemoryInputs, chunked: int) -> int:
     """len(cuda_graph_config.prefill.bs): the prefill capture sizes up to prefill max_bs
     (handle_gpu_memory_settings; generate_prefill_cuda_graph_batch_sizes, the piecewise list)."""
     f = inp.cuda_graphs
+    if _deepep_aligns_prefill_graphs(inp):
+        # server_args.py _apply_deepep_adjustments (0.5.17-0.5.18; arg_groups/cuda_graph_hook.py
+        # apply_deepep_adjustments from 0.5.19): DeepEP's breakable prefill graph captures sizes rounded up
+        # to multiples of 8, listed before max_bs is resolved (the flag, else 2048)
+        sizes = f.prefill_bs or piecewise_token_sizes(f.prefill_max_bs or 2048)
+        return len({(int(b) + 7) // 8 * 8 for b in sizes})
     if f.prefill_bs:
         return len(f.prefill_bs)
     max_bs = f.prefill_max_bs
@@ -1076,6 +1088,12 @@ def _prefill_graph_sizes(inp: MemoryInputs, chunked: int) -> int:
         if inp.context_length is not None and _vkey(inp.rules.version) < _vkey("0.5.17"):
             max_bs = min(max_bs, inp.context_length)  # 0.5.16's clamp (#21112)
     return piecewise_token_count(max_bs)
+
+
+def _deepep_aligns_prefill_graphs(inp: MemoryInputs) -> bool:
+    f = inp.cuda_graphs
+    return f.moe_a2a_backend == "deepep" and _vkey(inp.rules.version) >= _vkey("0.5.17") \
+        and f.prefill_backend in (None, "breakable")
 
 
 def _graph_reserve_mib(inp: MemoryInputs, *, chunked: int, graph_bs: int) -> float:
@@ -1434,13 +1452,23 @@ def aiter_mfs_factor(inp: MemoryInputs, context_len: int) -> float:
     backends"): x 0.85 from 0.4.7 (model_runner.py through 0.5.3, server_args.py
     _handle_attention_backend_compatibility 0.5.4.post1-0.5.18, arg_groups/attention_hook.py
     handle_attention_backend_compatibility from 0.5.19, where SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION=1
-    skips it for a given value), x 0.90 in 0.5.4.x (read in 0.5.4.post1). 1.0 on CUDA."""
+    skips it for a given value), x 0.90 in 0.5.4.x (read in 0.5.4.post1). On CUDA only with an explicit
+    --attention-backend aiter (the default is never aiter there)."""
     key = _vkey(inp.rules.version)
-    if inp.platform != "rocm" or key < _vkey("0.4.7") or context_len <= 8192:
+    if key < _vkey("0.4.7") or context_len <= 8192:
         return 1.0
-    if (inp.attention_backend or rocm_default_attention_backend(inp)) != "aiter":
+    # the check reads the backend, not the platform: an explicit --attention-backend aiter scales it on CUDA too
+    backend = inp.attention_backend or (rocm_default_attention_backend(inp) if inp.platform == "rocm" else None)
+    if backend != "aiter":
         return 1.0
     return 0.90 if _vkey("0.5.4") <= key < _vkey("0.5.5") else 0.85
+
+
+def backend_disables_radix_cache(version: str, attention_backend: str | None) -> bool:
+    """--attention-backend dual_chunk_flash_attn turns the radix cache (and mixed chunks) off ("Mixed chunk
+    and radix cache are disabled when using dual-chunk flash attention backend": server_args.py
+    _handle_attention_backend_compatibility 0.5.3-0.5.18, arg_groups/attention_hook.py 0.5.19)."""
+    return attention_backend == "dual_chunk_flash_attn" and _vkey("0.5.3") <= _vkey(version) <= _vkey("0.5.19")
 
 
 def _model_runner_multimodal_factor(inp: MemoryInputs) -> float:

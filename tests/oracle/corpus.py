@@ -2,8 +2,8 @@
 table (imgbuild/data/server_args.json, extracted from its server_args.py), to hold `plan` against
 SGLang's real parser (tests/oracle/sglang_parse.py).
 
-Every flag appears at least once with a valid value; typed and choice flags also with an invalid
-one; then the combinations that server_args.py refuses or resolves specially (hand-listed from
+Every flag appears at least once with a valid value (a choice flag with each of its choices); typed
+and choice flags also with an invalid one; then the combinations that server_args.py refuses or resolves specially (hand-listed from
 the 0.5.x sources, below), and seeded random pairs.
 """
 
@@ -92,8 +92,7 @@ def valid_values(spec: dict) -> list[list[str]]:
     if action == "BooleanOptionalAction":
         return [[flag], ["--no-" + flag[2:]]]
     if spec.get("choices"):
-        choices = [str(c) for c in spec["choices"]]
-        return [[flag, choices[0]]] + ([[flag, choices[-1]]] if len(choices) > 1 else [])
+        return [[flag, str(c)] for c in spec["choices"]]
     kind = spec.get("type")
     if kind == "int":
         return [[flag, "4"]]
@@ -125,9 +124,11 @@ def flag_sets(version: str, *, seed: int = 0, random_pairs: int = 60) -> list[li
     cases += [p for p in PAIRS if all(w in names for w in p if w.startswith("--") and not w.startswith("--no-"))]
     rng = random.Random(seed)
     singles = [v for s in specs for v in valid_values(s)]
-    for _ in range(random_pairs):
+    before_pairs = len(cases)
+    while len(cases) < before_pairs + random_pairs:
         a, b = rng.sample(singles, 2)
-        cases.append(a + b)
+        if a[0] != b[0]:  # two values of one flag: where plan is stricter on purpose (sample_sets)
+            cases.append(a + b)
     cases.append(["--enable-h"])  # an ambiguous prefix
     return cases
 

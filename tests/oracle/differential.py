@@ -27,6 +27,10 @@ from corpus import flag_sets, sample_sets  # noqa: E402
 MODEL = "examples/qwen3.6-27b"
 GPU = "RTX A6000x2"
 GPU_PROBE = ["--memory-mib", "49140", "--sm", "86", "--gpu-name", "NVIDIA RTX A6000", "--gpus", "2"]
+# a second machine, of another GPU generation, for the rules that read the compute capability (matrix.yaml's
+# "H100 SXM": its nvidia-smi name and memory.total)
+H100_GPU = "H100 SXMx2"
+H100_PROBE = ["--memory-mib", "81559", "--sm", "90", "--gpu-name", "NVIDIA H100 80GB HBM3", "--gpus", "2"]
 BASE = ["--tp", "2"]
 # plan's JSON key -> SGLang's ServerArgs attribute (and how to read it).
 COMPARED = {
@@ -38,9 +42,9 @@ COMPARED = {
 }
 
 
-def sglang_side(python: str, cases: list[list[str]], model: str = MODEL) -> list[dict]:
+def sglang_side(python: str, cases: list[list[str]], model: str = MODEL, probe: list[str] = GPU_PROBE) -> list[dict]:
     argv = [["--model-path", model, *BASE, *c] for c in cases]
-    done = subprocess.run([python, str(ROOT / "tests/oracle/sglang_parse.py"), *GPU_PROBE], input=json.dumps(argv),
+    done = subprocess.run([python, str(ROOT / "tests/oracle/sglang_parse.py"), *probe], input=json.dumps(argv),
                           capture_output=True, text=True, cwd=ROOT, check=True)
     lines = done.stdout.splitlines()
     return [json.loads(line) for line in lines[1:]]
@@ -67,10 +71,10 @@ def run_cli(argv: list[str]) -> _Run:
     return _Run(code, out.getvalue(), err.getvalue())
 
 
-def imgbuild_side(version: str, cases: list[list[str]], model: str = MODEL) -> list[dict]:
+def imgbuild_side(version: str, cases: list[list[str]], model: str = MODEL, gpu: str = GPU) -> list[dict]:
     out = []
     for case in cases:
-        res = run_cli(["plan", model, "--gpu", GPU, "--sglang", version, "--json", "--no-suggest", "--", *BASE, *case])
+        res = run_cli(["plan", model, "--gpu", gpu, "--sglang", version, "--json", "--no-suggest", "--", *BASE, *case])
         if res.exit_code == 2:
             lines = [line for line in res.stderr.splitlines() if line.strip()]
             out.append({"outcome": "refuse-parse", "message": lines[-1] if lines else "", "resolved": {}})
@@ -107,10 +111,12 @@ def compare(case: list[str], ours: dict, theirs: dict) -> str | None:
     return None
 
 
-def run(python: str, version: str, cases: list[list[str]] | None = None, model: str = MODEL) -> dict:
+def run(python: str, version: str, cases: list[list[str]] | None = None, model: str = MODEL, *, gpu: str = GPU,
+        probe: list[str] = GPU_PROBE) -> dict:
+    """``gpu`` (plan's --gpu) and ``probe`` (what sglang_parse.py patches SGLang's GPU probes to) name one machine."""
     cases = flag_sets(version) if cases is None else cases
-    theirs = sglang_side(python, cases, model)
-    ours = imgbuild_side(version, cases, model)
+    theirs = sglang_side(python, cases, model, probe)
+    ours = imgbuild_side(version, cases, model, gpu)
     rows = []
     for case, o, t in zip(cases, ours, theirs):
         rows.append({"flags": case, "imgbuild": o, "sglang": t, "differs": compare(case, o, t)})

@@ -90,6 +90,28 @@ def patch_gpu_probes(memory_mib: int, sm: int, gpu_name: str, gpus: int) -> list
     return done
 
 
+def replay_quantization_registry() -> str | None:
+    """layers/quantization/__init__.py registers its CUDA-only methods (mxfp4) at import time by asking
+    is_cuda(), which the imports above answered before the probes were patched. Runs a second copy of the
+    module under the patched probes and puts its registry, in its order, into the dicts configs/model_config.py
+    holds, so that ModelConfig._verify_quantization sees what it sees on the GPUs named here."""
+    import importlib.util
+
+    try:
+        import sglang.srt.layers.quantization as quantization
+    except ImportError:
+        return None
+    spec = importlib.util.find_spec(quantization.__name__)
+    fresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fresh)
+    for name in ("BASE_QUANTIZATION_METHODS", "QUANTIZATION_METHODS"):
+        held, replayed = getattr(quantization, name, None), getattr(fresh, name, None)
+        if isinstance(held, dict) and isinstance(replayed, dict):
+            held.clear()
+            held.update(replayed)
+    return "sglang.srt.layers.quantization.QUANTIZATION_METHODS"
+
+
 def run_case(argv: list[str]) -> dict:
     from sglang.srt.server_args import prepare_server_args
 
@@ -131,6 +153,7 @@ def main() -> int:
     warnings.simplefilter("ignore")
     logging.disable(logging.CRITICAL)
     patched = patch_gpu_probes(opts.memory_mib, opts.sm, opts.gpu_name, opts.gpus)
+    patched += [name for name in (replay_quantization_registry(),) if name]
     cases = json.load(sys.stdin)
     out = sys.stdout
     print(json.dumps({"patched": patched}), file=out, flush=True)

@@ -1,0 +1,75 @@
+"""knowledge/argchecks.py's GPU-generation and registry rules: each refuses with SGLang's message on a GPU
+generation it names, passes on the ones it allows, and stays silent where the GPU is not known."""
+
+from __future__ import annotations
+
+import pytest
+
+from imgbuild.knowledge.argchecks import first_refusal
+
+SM86, SM90, SM100 = "8.6", "9.0", "10.0"
+
+CASES = [
+    # (id, release, flag values, compute capability, the message's start or None)
+    ("trtllm-mha-decode-refused-on-sm86-0.5.11", "0.5.11", {"decode_attention_backend": "trtllm_mha"}, SM86,
+     "ValueError: TRTLLM MHA backend for decode is only supported on Hopper (SM90)"),
+    ("trtllm-mha-decode-passes-on-sm90-0.5.11", "0.5.11", {"decode_attention_backend": "trtllm_mha"}, SM90, None),
+    ("trtllm-mha-prefill-needs-sm100-0.5.11", "0.5.11", {"attention_backend": "trtllm_mha"}, SM90,
+     "ValueError: TRTLLM MHA backend for prefill is only supported on Blackwell GPUs (SM100)."),
+    ("trtllm-mha-prefill-passes-on-sm90-0.5.23", "0.5.23", {"attention_backend": "trtllm_mha"}, SM90, None),
+    ("trtllm-mha-one-message-0.5.9", "0.5.9", {"prefill_attention_backend": "trtllm_mha"}, SM86,
+     "ValueError: TRTLLM MHA backend is only supported on Blackwell GPUs (SM100)."),
+    ("trtllm-mha-unknown-gpu-silent", "0.5.11", {"attention_backend": "trtllm_mha"}, None, None),
+    ("trtllm-mla-refused-on-sm90", "0.5.23", {"attention_backend": "trtllm_mla"}, SM90,
+     "ValueError: TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x)."),
+    ("trtllm-mla-passes-on-sm100", "0.5.23", {"attention_backend": "trtllm_mla"}, SM100, None),
+    ("tokenspeed-mla-is-cutedsl-0.5.23", "0.5.23", {"decode_attention_backend": "tokenspeed_mla"}, SM90,
+     "ValueError: CuteDSL MLA backend is only supported on Blackwell GPUs (SM100)."),
+    ("cutedsl-mla-prefill-refused-anywhere", "0.5.23", {"prefill_attention_backend": "cutedsl_mla"}, None,
+     "AssertionError: CuteDSL MLA only supports decoding for now"),
+    ("mxfp8-kv-refused-on-sm90", "0.5.23", {"kv_cache_dtype": "mxfp8"}, SM90, "ValueError: --kv-cache-dtype mxfp8 requires"),
+    ("nvfp4-kv-decodes-on-trtllm-sm86", "0.5.23", {"kv_cache_dtype": "nvfp4"}, SM86,
+     "ValueError: TRTLLM MHA backend for decode"),
+    ("nvfp4-kv-refused-on-sm90", "0.5.23", {"kv_cache_dtype": "nvfp4"}, SM90, "RuntimeError: --kv-cache-dtype=nvfp4 requires"),
+    ("megamoe-passes-on-sm90", "0.5.23", {"moe_a2a_backend": "megamoe"}, SM90, None),
+    ("megamoe-runner-alias-refused-on-sm86", "0.5.23", {"moe_runner_backend": "megamoe"}, SM86,
+     "ValueError: --moe-a2a-backend megamoe needs a CUDA SM90 GPU"),
+    ("nvfp4-online-needs-sm100", "0.5.23", {"quantization": "nvfp4_online"}, SM90,
+     "ValueError: --quantization nvfp4_online is supported only on NVIDIA Blackwell SM100/SM103 GPUs."),
+    ("gptq-unregistered-on-cuda-0.5.23", "0.5.23", {"quantization": "gptq"}, None,
+     "ValueError: Unknown quantization method: gptq. Must be one of ['fp8', 'mxfp8', 'minimax_m3_nvfp4',"),
+    ("marlin-unregistered-0.5.11", "0.5.11", {"quantization": "marlin"}, None, "ValueError: Unknown quantization method: marlin."),
+    ("mxfp4-registered-on-cuda", "0.5.23", {"quantization": "mxfp4"}, SM86, None),
+    ("unquant-is-no-quantization", "0.5.23", {"quantization": "unquant"}, SM86, None),
+    ("cutedsl-moe-needs-fp4", "0.5.11", {"moe_runner_backend": "flashinfer_cutedsl"}, None,
+     "AssertionError: Invalid quantization 'None'. \nFlashInfer CuteDSL MOE currently supports only: 'modelopt_fp4'."),
+    ("spec-moe-runner-trtllm-0.5.9", "0.5.9", {"speculative_moe_runner_backend": "flashinfer_trtllm"}, None,
+     "AssertionError: Currently speculative MoE runner backend cannot be flashinfer_trtllm"),
+    ("pplx-needs-attn-dp", "0.5.23", {"moe_a2a_backend": "pplx"}, None, "AssertionError: moe_a2a_backend='pplx' requires"),
+    ("pplx-with-attn-dp", "0.5.23", {"moe_a2a_backend": "pplx", "tp_size": 2, "attn_dp_size": 2}, None, None),
+    ("deepep-v2-draft", "0.5.23", {"speculative_moe_a2a_backend": "deepep_v2"}, None,
+     "ValueError: DeepEP v2 MoE is not validated as a speculative draft backend."),
+]
+
+
+@pytest.mark.parametrize(("release", "values", "cc", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_gpu_generation_and_registry_rules(release: str, values: dict, cc: str | None, expected: str | None) -> None:
+    message = first_refusal(release, values, ("Qwen3_5ForConditionalGeneration",), compute_capability=cc)
+    if expected is None:
+        assert message is None
+    else:
+        assert message is not None and message.startswith(expected), message
+
+
+def test_quantization_rules_stay_silent_for_a_quantized_checkpoint() -> None:
+    """SGLang reconciles --quantization with the checkpoint's own (configs/model_config.py); not modelled."""
+    assert first_refusal("0.5.23", {"quantization": "gptq"}, checkpoint_quantization="fp8") is None
+    assert first_refusal("0.5.23", {"moe_runner_backend": "flashinfer_cutedsl"}, checkpoint_quantization="modelopt_fp4") is None
+
+
+def test_deepep_v2_needs_a_registered_architecture() -> None:
+    refused = first_refusal("0.5.23", {"moe_a2a_backend": "deepep_v2"}, ("Qwen3_5ForConditionalGeneration",))
+    assert refused == ("ValueError: DeepEP v2 MoE is not validated for 'Qwen3_5ForConditionalGeneration'. The model package "
+                       "must register its architecture with register_deepep_v2_model, because its combine and post-expert "
+                       "reduction semantics must be validated first.")
+    assert first_refusal("0.5.23", {"moe_a2a_backend": "deepep_v2"}, ("Qwen3MoeForCausalLM",)) is None
