@@ -49,6 +49,18 @@ CASES = [
     ("pplx-with-attn-dp", "0.5.23", {"moe_a2a_backend": "pplx", "tp_size": 2, "attn_dp_size": 2}, None, None),
     ("deepep-v2-draft", "0.5.23", {"speculative_moe_a2a_backend": "deepep_v2"}, None,
      "ValueError: DeepEP v2 MoE is not validated as a speculative draft backend."),
+    ("fp4-indexer-sm100-only-0.5.16", "0.5.16", {"enable_deepseek_v4_fp4_indexer": True}, "12.0",
+     "ValueError: --enable-deepseek-v4-fp4-indexer requires SM100 GPUs with DeepGEMM FP4 indexer support."),
+    ("fp4-indexer-sm120-passes-0.5.17", "0.5.17", {"enable_deepseek_v4_fp4_indexer": True}, "12.0", None),
+    ("fp4-indexer-refused-on-sm90-0.5.23", "0.5.23", {"enable_deepseek_v4_fp4_indexer": True}, SM90,
+     "ValueError: --enable-deepseek-v4-fp4-indexer requires SM100, SM120, or gfx95 GPUs with FP4 indexer support."),
+    ("fp4-indexer-unknown-gpu-silent", "0.5.23", {"enable_deepseek_v4_fp4_indexer": True}, None, None),
+    # --quantize-and-serve never starts a server: without ModelOpt it is refused, with it disabled
+    ("quantize-and-serve-needs-modelopt-0.5.9", "0.5.9", {"quantize_and_serve": True}, None,
+     "ValueError: quantize_and_serve requires ModelOpt quantization (set with --quantization {modelopt, modelopt_fp4, "
+     "modelopt_fp8})"),
+    ("quantize-and-serve-disabled-0.5.23", "0.5.23", {"quantize_and_serve": True, "quantization": "modelopt_fp8"}, None,
+     "NotImplementedError: quantize_and_serve functionality is currently disabled"),
 ]
 
 

@@ -36,7 +36,6 @@ KNOWN = {
     ("--enable-http2",): "needs the granian package installed: a property of the image, not of the flags",
     ("--mamba-backend", "flashinfer"): "needs flashinfer's mamba module to import, which it does only with a GPU",
     ("--enable-mis",): "depends on the attention backend SGLang picks for the model and GPU; not modelled",
-    ("--quantize-and-serve",): "checked by configs/model_config.py against the checkpoint's quantization; not modelled",
     ("--dllm-algorithm", "x"): "diffusion-LLM support is per architecture (dllm/config.py); not modelled",
     ("--ssl-keyfile", "x", "--ssl-certfile", "x"): "both SSL files given: _handle_ssl_validation (0.5.10 on) checks that "
                                                    "they exist, a property of the machine, not of the flags",
@@ -66,35 +65,12 @@ KNOWN_IN = {
     "0.5.9": {("--dllm-algorithm", "x"): "0.5.9 accepts a dLLM algorithm for any model and turns the radix cache off; "
                                          "not modelled"},
     "0.5.14": {  # by hand only (the lock of tests/oracle's by-hand runs)
-        ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
-                                                "not modelled",
         ("--cuda-graph-backend-prefill", "full"): "0.5.14's cuda_graph_config allows breakable, tc_piecewise and "
                                                   "disabled for the prefill phase; not modelled",
     },
-    "0.5.13": {  # by hand only (the as-of-release lock, imgbuild lock 0.5.13 --python 3.11 --arch x86_64)
-        ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
-                                                "not modelled",
-    },
-    "0.5.15": {  # by hand only
-        ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
-                                                "not modelled",
-    },
-    "0.5.16": {  # by hand only
-        ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
-                                                "not modelled",
-    },
     "0.5.17": {  # by hand only
-        ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100/SM120 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
-                                                "not modelled",
         ("--enable-page-major-kv-layout",): "0.5.15-0.5.18's _handle_page_major_kv_layout checks the attention backends "
                                             "SGLang resolved for the model and GPU; not modelled",
-    },
-    "0.5.18": {  # by hand only (its as-of-release lock less cuda-tile, whose placeholder sdist fetches from pypi.nvidia.com)
-        ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100/SM120 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
-                                                "not modelled",
-    },
-    "0.5.21": {  # by hand only
-        ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100/SM120 (or gfx95) GPU with the FP4 indexer; not modelled",
     },
     "0.5.23": {
         ("--enable-encoder-swa-bounded-replay",): "deepseek_v4_hook.py validate_deepseek_v41_features checks "
@@ -102,8 +78,6 @@ KNOWN_IN = {
                                                   "not modelled",
         ("--enable-nvidia-megakernel",): "needs the sgl-nvidia-mega plugin installed: a property of the image, not "
                                          "of the flags",
-        ("--enable-deepseek-v4-fp4-indexer",): "needs an SM100/SM120 GPU with the FP4 indexer (a DeepSeek-V4 kernel); "
-                                                "not modelled",
         ("--enable-amd-monokernel",): "an AMD kernel: its check asks the CUDA driver directly (not one of the patched "
                                       "probes), which this GPU-less run has none of; ROCm is not modelled",
         ("--monokernel-backend", "amd"): "the same AMD check (the deprecated spelling of --enable-amd-monokernel)",
@@ -230,6 +204,7 @@ GPU_GENERATION_CASES = [
     ["--prefill-attention-backend", "trtllm_mha"], ["--attention-backend", "trtllm_mla"],
     ["--attention-backend", "cutedsl_mla"], ["--kv-cache-dtype", "mxfp8"], ["--kv-cache-dtype", "nvfp4"],
     ["--moe-a2a-backend", "megamoe"], ["--quantization", "nvfp4_online"], ["--quantization", "mxfp4"],
+    ["--enable-deepseek-v4-fp4-indexer"],
 ]
 
 

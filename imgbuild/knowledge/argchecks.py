@@ -298,6 +298,25 @@ _QUANTIZATION_METHODS: _ArchList = (
 )
 
 
+# configs/model_config.py _validate_quantize_and_serve_config: the ModelOpt methods --quantize-and-serve needs (by
+# --quantization as given, whatever the checkpoint declares), read off each wheel; with one of them it raises that the
+# feature is disabled, so the flag never starts a server
+_MODELOPT_METHODS: _ArchList = (
+    ("0.5.5", "0.5.9", ("modelopt", "modelopt_fp8", "modelopt_fp4")),
+    ("0.5.10", "0.5.13.post1", ("modelopt", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed")),
+    ("0.5.14", "0.5.23", ("modelopt", "modelopt_fp8", "modelopt_fp4", "nvfp4_online", "modelopt_mixed")),
+)
+
+
+def _quantize_and_serve_message(values: Values) -> str:
+    methods = _arch_list(values, _MODELOPT_METHODS) or ()
+    if _v(values, "quantization") in methods:
+        return ("NotImplementedError: quantize_and_serve functionality is currently disabled due to compatibility issues. "
+                "Please use the separate quantize-then-deploy workflow instead. Step 1: Quantize and export model. "
+                "Step 2: Deploy the exported model.")
+    return f"ValueError: quantize_and_serve requires ModelOpt quantization (set with --quantization {{{', '.join(sorted(methods))}}})"
+
+
 def _quantization_unknown(values: Values) -> bool:
     names, quant = _arch_list(values, _QUANTIZATION_METHODS), _quantization(values)
     return names is not None and quant not in (None, "?") and quant not in names
@@ -430,7 +449,11 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("dwdp-equals-tp", "arg_groups/parallel_hook.py handle_dwdp", "0.5.17", "0.5.23",
              lambda v: _int(v, "dwdp_size") >= 2 and _int(v, "dwdp_size") != _int(v, *_TP),
              lambda v: f"AssertionError: dwdp_size ({_int(v, 'dwdp_size')}) must equal tp_size ({_int(v, *_TP)})"),
-    # the model adjustments start by loading ModelConfig, whose _verify_quantization checks the registry
+    # the model adjustments start by loading ModelConfig: _validate_quantize_and_serve_config, then
+    # _verify_quantization, which checks the registry
+    ArgCheck("quantize-and-serve", "configs/model_config.py ModelConfig._validate_quantize_and_serve_config",
+             "0.5.5", "0.5.23",
+             lambda v: bool(_v(v, "quantize_and_serve")), _quantize_and_serve_message),
     ArgCheck("quantization-registered", "configs/model_config.py ModelConfig._verify_quantization", "0.5.5", "0.5.23",
              _quantization_unknown,
              lambda v: f"ValueError: Unknown quantization method: {_quantization(v)}. Must be one of "
@@ -699,6 +722,19 @@ CHECKS: tuple[ArgCheck, ...] = (
              "0.5.21", "0.5.23",
              lambda v: _host_receive_on(v) and _v(v, "disaggregation_decode_retraction_backup") == "cpu_tensor",
              lambda v: "ValueError: Decode host KV buffering requires host_pool retraction"),
+    # handle_environment_variables (server_args.py _handle_environment_variables through 0.5.19), just before the
+    # cache checks: DeepSeek-V4's FP4 indexer needs DeepGEMM's FP4 kernels (gfx95 from 0.5.20: ROCm, not modelled)
+    ArgCheck("fp4-indexer-sm100", "_handle_environment_variables", "0.5.13", "0.5.16",
+             lambda v: bool(_v(v, "enable_deepseek_v4_fp4_indexer")) and _gpu_outside(v, _SM100),
+             lambda v: "ValueError: --enable-deepseek-v4-fp4-indexer requires SM100 GPUs with DeepGEMM FP4 indexer support."),
+    ArgCheck("fp4-indexer-sm100-sm120", "_handle_environment_variables", "0.5.17", "0.5.19",
+             lambda v: bool(_v(v, "enable_deepseek_v4_fp4_indexer")) and _gpu_outside(v, _SM100, _SM120),
+             lambda v: "ValueError: --enable-deepseek-v4-fp4-indexer requires SM100 or SM120 GPUs with DeepGEMM FP4 indexer "
+                       "support."),
+    ArgCheck("fp4-indexer-sm100-sm120-gfx95", "arg_groups/serving_hook.py handle_environment_variables", "0.5.20", "0.5.23",
+             lambda v: bool(_v(v, "enable_deepseek_v4_fp4_indexer")) and _gpu_outside(v, _SM100, _SM120),
+             lambda v: "ValueError: --enable-deepseek-v4-fp4-indexer requires SM100, SM120, or gfx95 GPUs with FP4 indexer "
+                       "support."),
     ArgCheck("host-pool-retraction-decode-only", "arg_groups/kv_cache_hook.py handle_cache_compatibility",
              "0.5.18", "0.5.23",
              # pd_disaggregation_hook.py handle_pd_disaggregation: host receive (which picks host_pool) is on
