@@ -55,6 +55,13 @@ CASES = [
     ("fp4-indexer-refused-on-sm90-0.5.23", "0.5.23", {"enable_deepseek_v4_fp4_indexer": True}, SM90,
      "ValueError: --enable-deepseek-v4-fp4-indexer requires SM100, SM120, or gfx95 GPUs with FP4 indexer support."),
     ("fp4-indexer-unknown-gpu-silent", "0.5.23", {"enable_deepseek_v4_fp4_indexer": True}, None, None),
+    # deterministic inference takes only some attention backends, named explicitly (an unnamed one is picked for it)
+    ("deterministic-hpc-ops-0.5.23", "0.5.23", {"enable_deterministic_inference": True, "attention_backend": "hpc_ops"},
+     None, "ValueError: Currently only ['ascend', 'fa3', 'fa4', 'flashinfer', 'intel_xpu', 'triton'] attention backends are "
+     "supported for deterministic inference, but you explicitly specified 'hpc_ops'."),
+    ("deterministic-fa4-before-0.5.16", "0.5.11", {"enable_deterministic_inference": True, "attention_backend": "fa4"},
+     None, "ValueError: Currently only ['flashinfer', 'fa3', 'triton'] attention backends"),
+    ("deterministic-default-backend", "0.5.11", {"enable_deterministic_inference": True}, None, None),
     # --quantize-and-serve never starts a server: without ModelOpt it is refused, with it disabled
     ("quantize-and-serve-needs-modelopt-0.5.9", "0.5.9", {"quantize_and_serve": True}, None,
      "ValueError: quantize_and_serve requires ModelOpt quantization (set with --quantization {modelopt, modelopt_fp4, "

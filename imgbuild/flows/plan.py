@@ -23,6 +23,7 @@ from imgbuild.knowledge.memory import (
     MemoryPlan,
     Rules,
     backend_disables_radix_cache,
+    deterministic_disables_radix_cache,
     cuda_graph_flags,
     explain_mem_fraction,
     plan_memory,
@@ -340,6 +341,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         draft_model_external=bool(draft_path) and draft_path != model_path,
         disable_radix_cache=launch.disable_radix_cache or _decode_forces_chunk_cache(rules.version, v)
         or backend_disables_radix_cache(rules.version, v.get("attention_backend")),
+        radix_off_after_adjustments=deterministic_disables_radix_cache(rules.version, v, compute_capability, g.architecture),
         mamba_strategy=launch.mamba_strategy,
         mamba_ssm_dtype=v.get("mamba_ssm_dtype"),
         max_mamba_cache_size=v.get("max_mamba_cache_size"),

@@ -317,6 +317,22 @@ def _quantize_and_serve_message(values: Values) -> str:
     return f"ValueError: quantize_and_serve requires ModelOpt quantization (set with --quantization {{{', '.join(sorted(methods))}}})"
 
 
+# DETERMINISTIC_ATTENTION_BACKEND_CHOICES (server_args.py), in its order, read off each wheel; an explicit
+# --attention-backend outside it is refused under deterministic inference (which --rl-on-policy-target turns on)
+_DETERMINISTIC_BACKENDS: _ArchList = (
+    ("0.5.4", "0.5.12.post1", ("flashinfer", "fa3", "triton")),
+    ("0.5.13", "0.5.15.post1", ("flashinfer", "fa3", "triton", "ascend")),
+    ("0.5.16", "0.5.18", ("ascend", "fa3", "fa4", "flashinfer", "triton")),
+    ("0.5.19", "0.5.23", ("ascend", "fa3", "fa4", "flashinfer", "intel_xpu", "triton")),
+)
+
+
+def _deterministic_backend_refused(values: Values) -> bool:
+    backend = _v(values, "attention_backend")
+    on = bool(_v(values, "enable_deterministic_inference")) or _v(values, "rl_on_policy_target") is not None
+    return on and backend is not None and backend not in (_arch_list(values, _DETERMINISTIC_BACKENDS) or (backend,))
+
+
 def _quantization_unknown(values: Values) -> bool:
     names, quant = _arch_list(values, _QUANTIZATION_METHODS), _quantization(values)
     return names is not None and quant not in (None, "?") and quant not in names
@@ -473,6 +489,13 @@ CHECKS: tuple[ArgCheck, ...] = (
              "0.5.21", "0.5.23",
              lambda v: _v(v, "kv_cache_dtype", "auto") != "nvfp4" and _v(v, "prefill_kv_cache_dequant_dtype", "auto") != "auto",
              lambda v: "ValueError: --prefill-kv-cache-dequant-dtype applies only with --kv-cache-dtype=nvfp4."),
+    # _handle_deterministic_inference (server_args.py through 0.5.18; arg_groups/overrides.py
+    # _deterministic_attention_backend after), just before the attention backends' compatibility
+    ArgCheck("deterministic-attention-backend", "arg_groups/overrides.py _deterministic_attention_backend",
+             "0.5.4", "0.5.23", _deterministic_backend_refused,
+             lambda v: f"ValueError: Currently only {list(_arch_list(v, _DETERMINISTIC_BACKENDS) or ())} attention backends "
+                       "are supported for deterministic inference, but you explicitly specified "
+                       f"'{_v(v, 'attention_backend')}'."),
     # handle_attention_backend_compatibility (server_args.py _handle_attention_backend_compatibility through
     # 0.5.18): TRT-LLM MLA, CuTe DSL MLA, then TRT-LLM MHA prefill and decode
     ArgCheck("trtllm-mla-blackwell-0.5.8", "_handle_attention_backend_compatibility", "0.5.8", "0.5.8.post1",

@@ -30,6 +30,7 @@ All sizes are per GPU. SGLang logs "GB" meaning GiB (x / (1 << 30)).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -770,6 +771,8 @@ class MemoryInputs:
     platform: str = "cuda"  # matrix.yaml's row: "rocm" on an AMD Instinct GPU (aiter_mfs_factor)
     attention_backend: str | None = None  # --attention-backend as given (None: the release's default)
     disable_radix_cache: bool = False
+    # turned off after the model adjustments resolved the mamba strategy (deterministic inference's backend check)
+    radix_off_after_adjustments: bool = False
     mamba_strategy: str = "auto"
     mamba_ssm_dtype: str | None = None
     max_mamba_cache_size: int | None = None
@@ -1355,7 +1358,7 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
                 "is already supported with no_buffer + disable_radix_cache. Please use --mamba-scheduler-strategy "
                 "no_buffer instead."
             )
-    return radix, strategy, page_size
+    return radix and not inp.radix_off_after_adjustments, strategy, page_size
 
 
 def _validate_mamba_strategy(inp: MemoryInputs, strategy: str | None, out: _Outcome) -> None:
@@ -1469,6 +1472,34 @@ def backend_disables_radix_cache(version: str, attention_backend: str | None) ->
     and radix cache are disabled when using dual-chunk flash attention backend": server_args.py
     _handle_attention_backend_compatibility 0.5.3-0.5.18, arg_groups/attention_hook.py 0.5.19)."""
     return attention_backend == "dual_chunk_flash_attn" and _vkey("0.5.3") <= _vkey(version) <= _vkey("0.5.19")
+
+
+# _deterministic_is_deepseek_model's architectures (arg_groups/overrides.py, 0.5.23; server_args.py's list before it
+# lacked Glm4MoeLiteForCausalLM): on Blackwell their deterministic fallback is triton, not flashinfer
+_DETERMINISTIC_TRITON_ARCHS = frozenset({
+    "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "MistralLarge3ForCausalLM",
+    "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM", "Glm4MoeLiteForCausalLM",
+})
+
+
+def deterministic_disables_radix_cache(version: str, values: Mapping[str, Any], compute_capability: str | None,
+                                       architecture: str | None) -> bool:
+    """Deterministic inference (or --rl-on-policy-target, which turns it on) on an attention backend outside
+    RADIX_SUPPORTED_DETERMINISTIC_ATTENTION_BACKEND turns the radix cache off: server_args.py
+    _handle_deterministic_inference 0.5.5-0.5.18, arg_groups/attention_hook.py after. Unnamed, the backend is
+    SGLang's fallback: flashinfer on Blackwell (triton for DeepSeek-like models), fa3 below it."""
+    key = _vkey(version)
+    if key < _vkey("0.5.5") or not (values.get("enable_deterministic_inference")
+                                    or values.get("rl_on_policy_target") is not None):
+        return False
+    backend = values.get("attention_backend")
+    if backend is None:
+        major = compute_capability.split(".")[0] if compute_capability else None
+        blackwell = major in ("10", "12")
+        backend = ("triton" if architecture in _DETERMINISTIC_TRITON_ARCHS else "flashinfer") if blackwell else "fa3"
+    supported = {"fa3", "triton"} | ({"ascend"} if key >= _vkey("0.5.13") else set()) \
+        | ({"fa4"} if key >= _vkey("0.5.16") else set())
+    return backend not in supported
 
 
 def _model_runner_multimodal_factor(inp: MemoryInputs) -> float:

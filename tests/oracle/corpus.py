@@ -76,6 +76,11 @@ PAIRS = [
     ["--enable-unified-cache-external-linker", "--disable-radix-cache"],
     ["--enable-unified-cache-external-linker", "--enable-hierarchical-cache"],
     ["--enable-unified-cache-external-linker", "--hicache-storage-backend", "file"],
+    # deterministic inference: an attention backend outside its list is refused, one outside the radix-supported
+    # list turns the radix cache off after the mamba strategy is resolved
+    ["--enable-deterministic-inference", "--attention-backend", "torch_native"],
+    ["--enable-deterministic-inference", "--attention-backend", "flashinfer"],
+    ["--rl-on-policy-target", "fsdp", "--attention-backend", "torch_native"],
 ]
 
 
