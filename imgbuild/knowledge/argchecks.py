@@ -284,17 +284,58 @@ def _quantization(values: Values) -> str | None:
 # then the is_cuda() additions: mxfp4); configs/model_config.py _verify_quantization lists it in its refusal.
 # Read off each wheel from 0.5.5 on (0.5.1-0.5.4 add vllm's methods when vllm is installed).
 _QUANTIZATION_METHODS: _ArchList = (
-    ("0.5.5", "0.5.5", ('fp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'auto-round', 'quark', 'mxfp4')),
-    ("0.5.6", "0.5.7", ('fp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'quark', 'auto-round', 'mxfp4')),
-    ("0.5.8", "0.5.8.post1", ('fp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'quark', 'auto-round', 'modelslim', 'quark_int4fp8_moe', 'mxfp4')),
-    ("0.5.9", "0.5.9", ('fp8', 'mxfp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'quark', 'auto-round', 'modelslim', 'quark_int4fp8_moe', 'mxfp4')),
-    ("0.5.10", "0.5.12.post1", ('fp8', 'mxfp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'quark', 'auto-round', 'modelslim', 'quark_int4fp8_moe', 'mxfp4')),
-    ("0.5.13", "0.5.13.post1", ('fp8', 'mxfp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'quark', 'quark_mxfp4', 'auto-round', 'modelslim', 'quark_int4fp8_moe', 'mxfp4')),
-    ("0.5.14", "0.5.14", ('fp8', 'mxfp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'quark', 'quark_mxfp4', 'auto-round', 'modelslim', 'quark_int4fp8_moe', 'mxfp4')),
-    ("0.5.15", "0.5.15.post1", ('fp8', 'mxfp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'qoq', 'w4afp8', 'petit_nvfp4', 'fbgemm_fp8', 'quark', 'quark_mxfp4', 'auto-round', 'auto-round-int8', 'modelslim', 'quark_int4fp8_moe', 'mxfp_w4a8', 'mxfp4')),
-    ("0.5.16", "0.5.19", ('fp8', 'mxfp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'w4afp8', 'petit_nvfp4', 'quark', 'quark_mxfp4', 'auto-round', 'auto-round-int8', 'modelslim', 'quark_int4fp8_moe', 'humming', 'mxfp_w4a8', 'mxfp4')),
-    ("0.5.20", "0.5.22", ('fp8', 'mxfp8', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'w4afp8', 'petit_nvfp4', 'quark', 'quark_mxfp4', 'auto-round', 'auto-round-int8', 'modelslim', 'quark_int4fp8_moe', 'humming', 'mxfp_w4a8', 'mxfp4')),
-    ("0.5.23", "0.5.23", ('fp8', 'mxfp8', 'minimax_m3_nvfp4', 'blockwise_int8', 'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', 'awq_marlin', 'bitsandbytes', 'gguf', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'w4afp8', 'petit_nvfp4', 'quark', 'quark_mxfp4', 'auto-round', 'auto-round-int8', 'modelslim', 'quark_int4fp8_moe', 'humming', 'mxfp_w4a8', 'mxfp4')),
+    ("0.5.5", "0.5.5", (
+        "fp8", "blockwise_int8", "modelopt", "modelopt_fp8", "modelopt_fp4", "w8a8_int8", "w8a8_fp8", "awq",
+        "awq_marlin", "gguf", "gptq", "gptq_marlin", "moe_wna16", "compressed-tensors", "qoq", "w4afp8",
+        "petit_nvfp4", "fbgemm_fp8", "auto-round", "quark", "mxfp4")),
+    ("0.5.6", "0.5.7", (
+        "fp8", "blockwise_int8", "modelopt", "modelopt_fp8", "modelopt_fp4", "w8a8_int8", "w8a8_fp8", "awq",
+        "awq_marlin", "gguf", "gptq", "gptq_marlin", "moe_wna16", "compressed-tensors", "qoq", "w4afp8",
+        "petit_nvfp4", "fbgemm_fp8", "quark", "auto-round", "mxfp4")),
+    ("0.5.8", "0.5.8.post1", (
+        "fp8", "blockwise_int8", "modelopt", "modelopt_fp8", "modelopt_fp4", "w8a8_int8", "w8a8_fp8", "awq",
+        "awq_marlin", "bitsandbytes", "gguf", "gptq", "gptq_marlin", "moe_wna16", "compressed-tensors", "qoq",
+        "w4afp8", "petit_nvfp4", "fbgemm_fp8", "quark", "auto-round", "modelslim", "quark_int4fp8_moe", "mxfp4")),
+    ("0.5.9", "0.5.9", (
+        "fp8", "mxfp8", "blockwise_int8", "modelopt", "modelopt_fp8", "modelopt_fp4", "w8a8_int8", "w8a8_fp8",
+        "awq", "awq_marlin", "bitsandbytes", "gguf", "gptq", "gptq_marlin", "moe_wna16", "compressed-tensors",
+        "qoq", "w4afp8", "petit_nvfp4", "fbgemm_fp8", "quark", "auto-round", "modelslim", "quark_int4fp8_moe",
+        "mxfp4")),
+    ("0.5.10", "0.5.12.post1", (
+        "fp8", "mxfp8", "blockwise_int8", "modelopt", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed", "w8a8_int8",
+        "w8a8_fp8", "awq", "awq_marlin", "bitsandbytes", "gguf", "gptq", "gptq_marlin", "moe_wna16",
+        "compressed-tensors", "qoq", "w4afp8", "petit_nvfp4", "fbgemm_fp8", "quark", "auto-round", "modelslim",
+        "quark_int4fp8_moe", "mxfp4")),
+    ("0.5.13", "0.5.13.post1", (
+        "fp8", "mxfp8", "blockwise_int8", "modelopt", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed", "w8a8_int8",
+        "w8a8_fp8", "awq", "awq_marlin", "bitsandbytes", "gguf", "gptq", "gptq_marlin", "moe_wna16",
+        "compressed-tensors", "qoq", "w4afp8", "petit_nvfp4", "fbgemm_fp8", "quark", "quark_mxfp4", "auto-round",
+        "modelslim", "quark_int4fp8_moe", "mxfp4")),
+    ("0.5.14", "0.5.14", (
+        "fp8", "mxfp8", "blockwise_int8", "modelopt", "modelopt_fp8", "modelopt_fp4", "nvfp4_online",
+        "modelopt_mixed", "w8a8_int8", "w8a8_fp8", "awq", "awq_marlin", "bitsandbytes", "gguf", "gptq",
+        "gptq_marlin", "moe_wna16", "compressed-tensors", "qoq", "w4afp8", "petit_nvfp4", "fbgemm_fp8", "quark",
+        "quark_mxfp4", "auto-round", "modelslim", "quark_int4fp8_moe", "mxfp4")),
+    ("0.5.15", "0.5.15.post1", (
+        "fp8", "mxfp8", "blockwise_int8", "modelopt", "modelopt_fp8", "modelopt_fp4", "nvfp4_online",
+        "modelopt_mixed", "w8a8_int8", "w8a8_fp8", "awq", "awq_marlin", "bitsandbytes", "gguf", "gptq",
+        "gptq_marlin", "moe_wna16", "compressed-tensors", "qoq", "w4afp8", "petit_nvfp4", "fbgemm_fp8", "quark",
+        "quark_mxfp4", "auto-round", "auto-round-int8", "modelslim", "quark_int4fp8_moe", "mxfp_w4a8", "mxfp4")),
+    ("0.5.16", "0.5.19", (
+        "fp8", "mxfp8", "blockwise_int8", "modelopt", "modelopt_fp8", "modelopt_fp4", "nvfp4_online",
+        "modelopt_mixed", "w8a8_int8", "w8a8_fp8", "awq", "awq_marlin", "bitsandbytes", "gguf", "gptq",
+        "gptq_marlin", "moe_wna16", "compressed-tensors", "w4afp8", "petit_nvfp4", "quark", "quark_mxfp4",
+        "auto-round", "auto-round-int8", "modelslim", "quark_int4fp8_moe", "humming", "mxfp_w4a8", "mxfp4")),
+    ("0.5.20", "0.5.22", (
+        "fp8", "mxfp8", "blockwise_int8", "modelopt", "modelopt_fp8", "modelopt_fp4", "nvfp4_online",
+        "modelopt_mixed", "w8a8_int8", "w8a8_fp8", "awq", "awq_marlin", "bitsandbytes", "gguf", "gptq_marlin",
+        "moe_wna16", "compressed-tensors", "w4afp8", "petit_nvfp4", "quark", "quark_mxfp4", "auto-round",
+        "auto-round-int8", "modelslim", "quark_int4fp8_moe", "humming", "mxfp_w4a8", "mxfp4")),
+    ("0.5.23", "0.5.23", (
+        "fp8", "mxfp8", "minimax_m3_nvfp4", "blockwise_int8", "modelopt", "modelopt_fp8", "modelopt_fp4",
+        "nvfp4_online", "modelopt_mixed", "w8a8_int8", "w8a8_fp8", "awq", "awq_marlin", "bitsandbytes", "gguf",
+        "gptq_marlin", "moe_wna16", "compressed-tensors", "w4afp8", "petit_nvfp4", "quark", "quark_mxfp4",
+        "auto-round", "auto-round-int8", "modelslim", "quark_int4fp8_moe", "humming", "mxfp_w4a8", "mxfp4")),
 )
 
 
