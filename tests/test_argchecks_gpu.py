@@ -1,5 +1,6 @@
-"""knowledge/argchecks.py's GPU-generation and registry rules: each refuses with SGLang's message on a GPU
-generation it names, passes on the ones it allows, and stays silent where the GPU is not known."""
+"""knowledge/argchecks.py's GPU-generation, registry and attention-backend rules: each refuses with SGLang's
+message where it applies, passes where SGLang does, and stays silent where plan cannot know (the GPU, a backend
+SGLang picks for the model)."""
 
 from __future__ import annotations
 
@@ -62,6 +63,12 @@ CASES = [
     ("deterministic-fa4-before-0.5.16", "0.5.11", {"enable_deterministic_inference": True, "attention_backend": "fa4"},
      None, "ValueError: Currently only ['flashinfer', 'fa3', 'triton'] attention backends"),
     ("deterministic-default-backend", "0.5.11", {"enable_deterministic_inference": True}, None, None),
+    # multi-item scoring needs flashinfer for both phases; a phase left to SGLang is not judged
+    ("mis-triton", "0.5.23", {"enable_mis": True, "attention_backend": "triton"}, None,
+     "AssertionError: Multi-item scoring requires flashinfer attention backend for custom attention mask support. Please "
+     "set --attention-backend flashinfer when using --enable-mis. Current backends: prefill=triton, decode=triton"),
+    ("mis-flashinfer", "0.5.11", {"enable_mis": True, "attention_backend": "flashinfer"}, None, None),
+    ("mis-backend-left-to-sglang", "0.5.11", {"enable_mis": True, "decode_attention_backend": "flashinfer"}, None, None),
     # --quantize-and-serve never starts a server: without ModelOpt it is refused, with it disabled
     ("quantize-and-serve-needs-modelopt-0.5.9", "0.5.9", {"quantize_and_serve": True}, None,
      "ValueError: quantize_and_serve requires ModelOpt quantization (set with --quantization {modelopt, modelopt_fp4, "

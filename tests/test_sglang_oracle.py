@@ -35,7 +35,8 @@ CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 KNOWN = {
     ("--enable-http2",): "needs the granian package installed: a property of the image, not of the flags",
     ("--mamba-backend", "flashinfer"): "needs flashinfer's mamba module to import, which it does only with a GPU",
-    ("--enable-mis",): "depends on the attention backend SGLang picks for the model and GPU; not modelled",
+    ("--enable-mis",): "with no attention backend named for a phase, depends on the backend SGLang picks for the "
+                       "model and GPU (triton for this hybrid model on SM86); named, it is modelled",
     ("--dllm-algorithm", "x"): "diffusion-LLM support is per architecture (dllm/config.py); not modelled",
     ("--ssl-keyfile", "x", "--ssl-certfile", "x"): "both SSL files given: _handle_ssl_validation (0.5.10 on) checks that "
                                                    "they exist, a property of the machine, not of the flags",

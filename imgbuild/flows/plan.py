@@ -341,7 +341,9 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         draft_model_external=bool(draft_path) and draft_path != model_path,
         disable_radix_cache=launch.disable_radix_cache or _decode_forces_chunk_cache(rules.version, v)
         or backend_disables_radix_cache(rules.version, v.get("attention_backend")),
-        radix_off_after_adjustments=deterministic_disables_radix_cache(rules.version, v, compute_capability, g.architecture),
+        radix_off_after_adjustments=bool(v.get("enable_mis"))
+        or deterministic_disables_radix_cache(rules.version, v, compute_capability, g.architecture),
+        enable_mis=bool(v.get("enable_mis")),
         mamba_strategy=launch.mamba_strategy,
         mamba_ssm_dtype=v.get("mamba_ssm_dtype"),
         max_mamba_cache_size=v.get("max_mamba_cache_size"),

@@ -374,6 +374,19 @@ def _deterministic_backend_refused(values: Values) -> bool:
     return on and backend is not None and backend not in (_arch_list(values, _DETERMINISTIC_BACKENDS) or (backend,))
 
 
+def _mis_backends(values: Values) -> tuple[str, str] | None:
+    """--enable-mis's (prefill, decode) attention backends where the flags name both (get_attention_backends:
+    the phase's own flag, else --attention-backend); None where SGLang would resolve one for the model."""
+    prefill = _v(values, "prefill_attention_backend") or _v(values, "attention_backend")
+    decode = _v(values, "decode_attention_backend") or _v(values, "attention_backend")
+    return (prefill, decode) if prefill and decode else None
+
+
+def _mis_refused(values: Values) -> bool:
+    backends = _mis_backends(values)
+    return bool(_v(values, "enable_mis")) and backends is not None and backends != ("flashinfer", "flashinfer")
+
+
 def _quantization_unknown(values: Values) -> bool:
     names, quant = _arch_list(values, _QUANTIZATION_METHODS), _quantization(values)
     return names is not None and quant not in (None, "?") and quant not in names
@@ -530,6 +543,13 @@ CHECKS: tuple[ArgCheck, ...] = (
              "0.5.21", "0.5.23",
              lambda v: _v(v, "kv_cache_dtype", "auto") != "nvfp4" and _v(v, "prefill_kv_cache_dequant_dtype", "auto") != "auto",
              lambda v: "ValueError: --prefill-kv-cache-dequant-dtype applies only with --kv-cache-dtype=nvfp4."),
+    # server_args.py _handle_multi_item_scoring (0.5.11; arg_groups/attention_hook.py in 0.5.23), after the memory
+    # settings: multi-item scoring's custom attention mask is flashinfer's (silent where a backend is left to SGLang)
+    ArgCheck("mis-needs-flashinfer", "arg_groups/attention_hook.py handle_multi_item_scoring", "0.5.11", "0.5.23",
+             _mis_refused,
+             lambda v: "AssertionError: Multi-item scoring requires flashinfer attention backend for custom attention mask "
+                       "support. Please set --attention-backend flashinfer when using --enable-mis. Current backends: "
+                       f"prefill={_mis_backends(v)[0]}, decode={_mis_backends(v)[1]}"),
     # _handle_deterministic_inference (server_args.py through 0.5.18; arg_groups/overrides.py
     # _deterministic_attention_backend after), just before the attention backends' compatibility
     ArgCheck("deterministic-attention-backend", "arg_groups/overrides.py _deterministic_attention_backend",

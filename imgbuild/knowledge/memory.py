@@ -771,8 +771,13 @@ class MemoryInputs:
     platform: str = "cuda"  # matrix.yaml's row: "rocm" on an AMD Instinct GPU (aiter_mfs_factor)
     attention_backend: str | None = None  # --attention-backend as given (None: the release's default)
     disable_radix_cache: bool = False
-    # turned off after the model adjustments resolved the mamba strategy (deterministic inference's backend check)
+    # turned off after the model adjustments resolved the mamba strategy (deterministic inference's backend check,
+    # --enable-mis)
     radix_off_after_adjustments: bool = False
+    # --enable-mis: chunked prefill and CUDA graphs off once the memory settings are made (server_args.py
+    # _handle_multi_item_scoring, 0.5.11; arg_groups/attention_hook.py in 0.5.23), so mem_fraction_static keeps
+    # their reserve
+    enable_mis: bool = False
     mamba_strategy: str = "auto"
     mamba_ssm_dtype: str | None = None
     max_mamba_cache_size: int | None = None
@@ -2005,8 +2010,8 @@ def _runtime_headroom(
     inter_gpu = (g.moe_intermediate_size * 8 if g.num_experts else g.intermediate_size) / tp
     act_gib = max(s.chunked, 2048) * (3 * inter_gpu + 8 * g.hidden_size) * g.dtype_bytes / GIB
     # decode CUDA graphs: SGLang budgets ~2 MiB per captured batch size (server_args.py reserve)
-    graphs_gib = 0.0 if inp.disable_cuda_graph else s.graph_bs * 2 / 1024
-    if s.algo is not None and not inp.disable_cuda_graph:
+    graphs_gib = 0.0 if inp.disable_cuda_graph or inp.enable_mis else s.graph_bs * 2 / 1024
+    if s.algo is not None and graphs_gib:
         graphs_gib *= 2  # the draft captures its own graphs
     # after KV sizing in 0.5.9-0.5.13: draft weights, KV; in 0.5.14+ only its KV
     draft_after = draft_kv_gib + (0.0 if rules.draft_weights_before_kv else draft_weights_gib)
@@ -2113,7 +2118,7 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
         mem_fraction_static_default=s.mfs_default,
         platform=inp.platform,
         aiter_factor=s.aiter_factor,
-        chunked_prefill_size=s.chunked,
+        chunked_prefill_size=-1 if inp.enable_mis else s.chunked,
         cuda_graph_max_bs=s.graph_bs,
         gpu_total_gib=(inp.gpu_total_mib or 0) / 1024,
         free_before_load_gib=inp.free_before_load_gib,

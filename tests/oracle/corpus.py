@@ -81,6 +81,10 @@ PAIRS = [
     ["--enable-deterministic-inference", "--attention-backend", "torch_native"],
     ["--enable-deterministic-inference", "--attention-backend", "flashinfer"],
     ["--rl-on-policy-target", "fsdp", "--attention-backend", "torch_native"],
+    # multi-item scoring: flashinfer for both phases, then chunked prefill, CUDA graphs and the radix cache off
+    ["--enable-mis", "--attention-backend", "flashinfer"],
+    ["--enable-mis", "--attention-backend", "triton"],
+    ["--enable-mis", "--decode-attention-backend", "flashinfer", "--attention-backend", "triton"],
 ]
 
 
