@@ -510,10 +510,19 @@ def test_triage_imports_no_adapter_library():
 # misses were fixed from those logs alone (TensorRT-LLM's paged-KV minimum, its CUDA check, its MPI world size and
 # FP8 FMHA refusals, nvcc's and make's build failures, Triton's missing or unfilled backend, torch spawn's
 # SIGKILL, vLLM's EngineDeadError, a Ray task's import, SIGFPE, an NGC fetch): 229 of 263 (the old held-out
-# part 222 of 253).
+# part 222 of 253). Of the 55 collected after that in three rounds (SGLang's issues, RL frameworks, neighbour
+# stacks, pages, Ascend / ROCm / Gaudi; 43 tuned, 12 held out), one tuned log repeated a thread the earlier
+# excerpts hold and one held-out page (an SEO rewrite citing no thread, over http) were dropped, and one
+# tuned label moved from nccl to port-in-use (HCCL failing to listen on its port, its own text naming the
+# port as taken); the rounds' tuned parts read 19 of 26, 8 of 10 and 4 of 7 and their held-out parts 3 of 5,
+# 1 of 3 and 3 of 4 as first seen; the tuned misses were fixed from those logs alone (getopt's unrecognized
+# option, HiRadixCache refusing the model's KV pool, assert_pkg_version, systemd's and the kernel's OOM-kill
+# records, a bare NVML init failure in a container, "Unsupported model type:", any gloo TCP transport error,
+# HCCL's op and socket errors, a platform plugin's "Failed to import X.", a flattened traceback's
+# HTML-escaped quotes): 237 of 275 (the older held-out part still 229 of 263).
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 229 of 263 (0.871); the target is 0.95
+HELDOUT_FLOOR = 0.85  # measured 237 of 275 (0.862); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

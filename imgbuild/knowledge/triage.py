@@ -410,7 +410,7 @@ CATALOG: tuple[Signature, ...] = (
             # a config whose model_type this transformers does not know, as images' tables quote it
             r"model_type '?\w+'? not recognized",
             # other engines' registries: TGI's get_model, LMDeploy's pytorch engine and TurboMind's ARCH_MAP
-            r"Unsupported model type \w+",
+            r"Unsupported model type:? \w+",  # (swama's MLX model factory adds the colon)
             # text-embeddings-inference's Candle backend: "Could not start backend: Model is not supported ...
             # unknown variant `gemma3_text`, expected one of `bert`, ..."
             r"Could not start backend: Model is not supported",
@@ -579,10 +579,15 @@ CATALOG: tuple[Signature, ...] = (
             r"HCCL function error: hccl\w+\(",
             r"\bcall hccl api failed\b",
             r"\bEI0009: .{0,80}Transport init error\b",
+            # torch_npu's op runner on a collective HCCL refused, and CANN's socket timeout between ranks
+            # (vllm-ascend issue 486)
+            r"OPS function error: Hccl\w+, error code is \d+",
+            r"\bEI0006: .{0,80}Getting socket times out\b",
             # the same group when a peer stops answering (gloo/transport/tcp/unbound_buffer.cc, pair.cc;
             # sglang issue 5883, two nodes during CUDA-graph capture)
-            r"gloo/transport/tcp/\w+\.cc:\d+\] Timed out waiting \d+ms for (?:send|recv) operation",
-            r"gloo/transport/tcp/\w+\.cc:\d+\] Connection (?:closed|reset) by peer",
+            # (any error gloo's TCP transport raises: a timeout, a closed or reset connection, an
+            # enforce on a garbled message -- sglang issue 4205, the Ascend FAQ's PD decode node)
+            r"gloo/transport/tcp/\w+\.cc:\d+\]",
             # c10d's TCPStore on the master rank: the other ranks never joined the rendezvous
             # (torch/csrc/distributed/c10d/TCPStore.cpp, raised as torch.distributed.DistStoreError)
             r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined",
@@ -781,6 +786,8 @@ CATALOG: tuple[Signature, ...] = (
             # for a diffusion model's audio VAE)
             r"[Aa]ttention backend '[\w-]+' is not supported by this",
             r"error: unrecognized arguments: ",
+            # GNU getopt's refusal (C/C++ servers: tritonserver, clearml-serving issue 88)
+            r": unrecognized option [`']--[\w-]+",
             # a container given flags where its command goes (a pod's `args` on an image without an
             # entrypoint that takes them): runc then tries to run the first flag (kserve issue 4240)
             r'exec: "--[\w-]+(?:=[^"]{0,200})?": executable file not found',
@@ -862,6 +869,19 @@ CATALOG: tuple[Signature, ...] = (
         ),
         source="server_args.py",
     ),
+    Signature(
+        FLAGS_REFUSED,
+        # --enable-hierarchical-cache on a KV pool HiCache has no host pool for ("MHA and MLA yet" up to
+        # "MHA, MLA, and NSA (DSA) models", by release): a hybrid (Mamba / linear attention) model, or
+        # DeepSeek V4's compressed attention (sglang issue 26690)
+        _re(r"HiRadixCache only supports MHA\b"),
+        "This SGLang version's hierarchical cache does not support this model's KV cache.",
+        (
+            "Drop --enable-hierarchical-cache (and the --hicache-* flags) for this model, or use a "
+            "release whose HiCache supports this model's attention.",
+        ),
+        source="mem_cache/hiradix_cache.py",
+    ),
 )
 
 LOCK_ADVICE = (
@@ -893,10 +913,14 @@ _IMPORT = Signature(
         # vLLM's utils/deep_gemm.py when its FP8 kernels need a deep_gemm package that is missing or too old
         r"DeepGEMM backend is not available or outdated",
         r"\bImportError: ",
+        # srt/utils (common.py) assert_pkg_version at start-up: sgl-kernel / flashinfer older than pinned
+        r"is installed with version \S+, which is less than the minimum required version",
         # torch._inductor (torch.compile) without an importable triton (torch/utils/_triton.py)
         r"Cannot find a working triton installation",
         # Xinference's model loader (xinference/model/llm/...): the engine's package is not importable
         r"Failed to import module '[\w.]+'",
+        # a platform plugin's own report of its device package (vllm-ascend: "Failed to import torch_npu.")
+        r"^Failed to import [\w.]+\.\s*$",
         # vLLM's _custom_ops.py when its compiled extension is missing or broken (a warning, then the
         # first call into it fails)
         r"Failed to import from [\w.]+\._C with (?:ModuleNotFoundError|ImportError)\(",
@@ -970,6 +994,9 @@ _NO_GPU = Signature(
         # a container that lost its device access after the host's systemd reloaded cgroups (NVIDIA
         # container toolkit): nvidia-smi inside it answers only this
         r"Failed to initialize NVML: Unknown Error",
+        # the same with no reason given (Triton's and DCGM's start-up in a container run without the
+        # GPUs; the CUDA runtime then says "driver version is insufficient": there is no libcuda at all)
+        r"Failed to initialize NVML\s*$",
         # the CUDA runtime's own texts (cudaGetErrorString) and names for "no device" (100), "busy or
         # unavailable" (46: another process holds a GPU in exclusive mode), the stub libcuda that
         # images link against standing in for the host's driver (34), and an ordinal beyond the GPUs
@@ -1020,6 +1047,8 @@ _KILLED = Signature(
         r"\bscheduler died during initialization \(exit code: -9\)",  # entrypoints/engine.py, from 0.5.11
         r"exited with code 137",  # docker compose
         r"Out of memory: Killed process|killed as a result of limit of",  # the kernel's log
+        r"\bKilled process \d+ ?\(",  # its victim line, also retyped (ktransformers issue 890)
+        r"\boom[_ ]reaper: reaped process \d+",
         r"\binvoked oom-killer\b",  # the kernel's log, the line before it picks its victim
         # kubectl describe pod: the container's last state
         r"^\s*Exit Code:\s*137\s*$",
@@ -1049,6 +1078,9 @@ _KILLED = Signature(
         r"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT ",
         # systemd's record of a service's main process ended by SIGKILL
         r"Main process exited, code=killed, status=9/KILL",
+        # systemd's unit.c / service.c on a unit the kernel's OOM killer hit (ollama issue 9322)
+        r"A process of this unit has been killed by the OOM killer",
+        r"Failed with result 'oom-kill'",
         # the kubelet restarting a container whose liveness probe failed (kubectl describe pod's events):
         # a server still loading, or one without the probed endpoint
         r"failed liveness probe, will be restarted",
@@ -1362,6 +1394,8 @@ PROXY_ADVICE = (
 )
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 # "[2026-05-01 10:00:00 TP0] " and "2025-07-02 16:41:31 | ERROR | stderr | " style prefixes
+# glog (Triton server): "E1115 02:58:51.162611 1 x.cc:634] "
+_GLOG = r"[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [\w./-]+:\d+\]"
 _PREFIX = re.compile(
     # journalctl (a systemd service) and syslog: "Mar 01 10:00:00 gpu-node sglang[1234]: ", and
     # journalctl -o short-iso: "2025-03-01T10:00:00+0000 gpu-node sglang[1234]: " (before docker's timestamp,
@@ -1386,8 +1420,9 @@ _PREFIX = re.compile(
     r"|>(?: ?>)* ?"  # a Markdown quote, as a reply quotes a log ("> [time] KeyError: ...", "> > ...")
     # glog (Triton server): "E1115 02:58:51.162611 1 x.cc:634] "; torch's logging writes the same with a
     # path and a compile id: "W1112 00:26:33.338000 39792 torch/_inductor/codecache.py:604] [0/0] "
-    r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [\w./-]+:\d+\]\s*(?:\[[\d/]+\]\s*)?)"
+    rf"|{_GLOG}\s*(?:\[[\d/]+\]\s*)?)"
 )
+_GLOG_RECORD = re.compile(rf"\s*{_GLOG}")
 # what a rich editor (an issue form, a chat) makes of ASCII: curly quotes, and "--" before a flag as
 # an en or em dash
 _TYPOGRAPHIC = re.compile(r"[\u2018\u2019\u201c\u201d]|[\u2013\u2014](?=[A-Za-z])")
@@ -1856,6 +1891,8 @@ def _exception_text(msgs: _Messages, index: int) -> str:
             break  # (a Markdown fence closes the pasted block)
         if _PREFIX.match(msgs[k]) and msgs[k] != nxt:  # a new log record
             break
+        if _GLOG_RECORD.match(msgs.line(k)):  # a new glog record (Triton's "W0303 09:57:36.731 125 x.cc:221] ")
+            break
         parts.append(nxt)
     return " ".join(parts)
 
@@ -1895,6 +1932,10 @@ class _Messages:
 
     def __len__(self) -> int:
         return len(self._lines)
+
+    def line(self, index: int) -> str:
+        """The line as read, its prefix kept."""
+        return self._lines[index]
 
     def __getitem__(self, index: int) -> str:
         msg = self._made.get(index)
@@ -2108,11 +2149,12 @@ def _printed_lines(lines: Iterable[str]) -> list[str]:
 
 # where a traceback pasted as one line (its newlines lost to a web form or a chat) began its lines
 _FLATTENED_BREAK = re.compile(
-    r" (?=Traceback \(most recent call last\):|File \"[^\"]+\", line \d"
+    r" (?=Traceback \(most recent call last\):|File (?:\"|&quot;)[^\"&]+(?:\"|&quot;), line \d"
     r"|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt): |\[\d{4}-\d\d-\d\d[ T]\d)")
 _FLATTENED_MIN = 200  # a line shorter than this holds one record, not a pasted log
 # a traceback's header and its first frame on one line: only a log that lost its newlines prints so
-_FLATTENED_HEADER = re.compile(r"Traceback \(most recent call last\): +File \"")
+# (its quotes also as a page's source escapes them)
+_FLATTENED_HEADER = re.compile(r"Traceback \(most recent call last\): +File (?:\"|&quot;)")
 
 
 def _flattened_split(lines: list[str], *, sure: bool) -> list[str]:
