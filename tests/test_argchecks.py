@@ -77,7 +77,8 @@ def test_every_rule_names_its_handler_and_a_valid_release_range() -> None:
 
     for check in CHECKS:
         # a ServerArgs method of server_args.py, or (0.5.16+) the file and function under sglang/srt that raises
-        assert check.handler.startswith(("_handle_", "prepare_server_args", "arg_groups/", "configs/", "speculative/")), \
+        assert check.handler.startswith(("_handle_", "prepare_server_args", "arg_groups/", "configs/", "speculative/",
+                                         "dllm/")), \
             check.name
         assert Version(check.since) <= Version(check.until), check.name
 

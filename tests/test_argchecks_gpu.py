@@ -69,6 +69,25 @@ CASES = [
      "set --attention-backend flashinfer when using --enable-mis. Current backends: prefill=triton, decode=triton"),
     ("mis-flashinfer", "0.5.11", {"enable_mis": True, "attention_backend": "flashinfer"}, None, None),
     ("mis-backend-left-to-sglang", "0.5.11", {"enable_mis": True, "decode_attention_backend": "flashinfer"}, None, None),
+    # ... a phase left to SGLang takes the release's default for the model and GPU: flashinfer on SM86, fa3 on Hopper
+    ("mis-default-flashinfer-sm86", "0.5.11", {"enable_mis": True}, SM86, None),
+    ("mis-default-fa3-sm90", "0.5.23", {"enable_mis": True, "prefill_attention_backend": "flashinfer"}, SM90,
+     "AssertionError: Multi-item scoring requires flashinfer attention backend for custom attention mask support. Please "
+     "set --attention-backend flashinfer when using --enable-mis. Current backends: prefill=flashinfer, decode=fa3"),
+    ("mis-default-hybrid-sm100-not-known", "0.5.23", {"enable_mis": True}, SM100, None),
+    ("mis-default-speculative-not-known", "0.5.11", {"enable_mis": True, "speculative_algorithm": "NEXTN"}, SM90, None),
+    # an FP4 KV cache needs a backend that reads it; the default flashinfer does not
+    ("kv4-default-flashinfer-0.5.11", "0.5.11", {"kv_cache_dtype": "fp4_e2m1"}, SM86,
+     "AssertionError: KV4 MHA expects attention_backend to be one of ['triton', 'torch_native', 'flex_attention', "
+     "'trtllm_mha'], but got flashinfer"),
+    ("kv4-triton-0.5.11", "0.5.11", {"kv_cache_dtype": "fp4_e2m1", "attention_backend": "triton"}, SM86, None),
+    ("kv4-phases-differ-warns-0.5.11", "0.5.11", {"kv_cache_dtype": "fp4_e2m1", "decode_attention_backend": "triton"},
+     SM86, None),
+    ("kv4-fa4-prefill-0.5.23", "0.5.23", {"kv_cache_dtype": "fp4_mx_block16", "prefill_attention_backend": "fa4"}, SM90,
+     "AssertionError: KV4 FA4 MHA expects decode_attention_backend to be one of ['triton', 'torch_native', "
+     "'flex_attention'], but got fa3"),
+    ("kv4-named-e2m1-not-fp4-in-0.5.23", "0.5.23", {"kv_cache_dtype": "fp4_e2m1"}, SM86, None),
+    ("kv4-unknown-gpu-silent", "0.5.23", {"kv_cache_dtype": "fp4_mx_block16"}, None, None),
     # --quantize-and-serve never starts a server: without ModelOpt it is refused, with it disabled
     ("quantize-and-serve-needs-modelopt-0.5.9", "0.5.9", {"quantize_and_serve": True}, None,
      "ValueError: quantize_and_serve requires ModelOpt quantization (set with --quantization {modelopt, modelopt_fp4, "
@@ -85,6 +104,16 @@ def test_gpu_generation_and_registry_rules(release: str, values: dict, cc: str |
         assert message is None
     else:
         assert message is not None and message.startswith(expected), message
+
+
+def test_an_mla_model_is_judged_by_the_mla_lists() -> None:
+    """KV4's MLA list holds flashinfer: DeepSeek-V2 (its default on SM86 is triton) is refused by that list."""
+    refused = first_refusal("0.5.11", {"kv_cache_dtype": "fp4_e2m1"}, ("DeepseekV2ForCausalLM",), compute_capability=SM86,
+                            mla=True)
+    assert refused == ("AssertionError: KV4 MLA expects attention_backend to be one of ['cutlass_mla', 'flashinfer', "
+                       "'trtllm_mla', 'flashmla'], but got triton")
+    assert first_refusal("0.5.11", {"kv_cache_dtype": "fp4_e2m1", "attention_backend": "flashinfer"},
+                         ("DeepseekV2ForCausalLM",), compute_capability=SM86, mla=True) is None
 
 
 def test_quantization_rules_stay_silent_for_a_quantized_checkpoint() -> None:

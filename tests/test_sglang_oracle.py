@@ -35,9 +35,6 @@ CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 KNOWN = {
     ("--enable-http2",): "needs the granian package installed: a property of the image, not of the flags",
     ("--mamba-backend", "flashinfer"): "needs flashinfer's mamba module to import, which it does only with a GPU",
-    ("--enable-mis",): "with no attention backend named for a phase, depends on the backend SGLang picks for the "
-                       "model and GPU (triton for this hybrid model on SM86); named, it is modelled",
-    ("--dllm-algorithm", "x"): "diffusion-LLM support is per architecture (dllm/config.py); not modelled",
     ("--ssl-keyfile", "x", "--ssl-certfile", "x"): "both SSL files given: _handle_ssl_validation (0.5.10 on) checks that "
                                                    "they exist, a property of the machine, not of the flags",
     ("--ssl-certfile", "x", "--ssl-keyfile", "x"): "the same check, the files given the other way round",
@@ -63,8 +60,6 @@ def _uv() -> str:
 
 # Per release, what differs there only (each seen against that release's own parser).
 KNOWN_IN = {
-    "0.5.9": {("--dllm-algorithm", "x"): "0.5.9 accepts a dLLM algorithm for any model and turns the radix cache off; "
-                                         "not modelled"},
     "0.5.14": {  # by hand only (the lock of tests/oracle's by-hand runs)
         ("--cuda-graph-backend-prefill", "full"): "0.5.14's cuda_graph_config allows breakable, tc_piecewise and "
                                                   "disabled for the prefill phase; not modelled",
@@ -74,6 +69,9 @@ KNOWN_IN = {
                                             "SGLang resolved for the model and GPU; not modelled",
     },
     "0.5.23": {
+        ("--dllm-algorithm", "LowConfidence"): "dllm/algorithm/__init__.py registers the algorithms whose modules import, "
+                                               "and these touch the CUDA driver at import: without a GPU none registers, "
+                                               "so SGLang calls every name unknown; plan takes the release's modules",
         ("--enable-encoder-swa-bounded-replay",): "deepseek_v4_hook.py validate_deepseek_v41_features checks "
                                                   "config.json's model_type (deepseek_v41) from a DeepSeek-V4 hook; "
                                                   "not modelled",
@@ -199,13 +197,16 @@ def test_plan_agrees_with_sglang_on_a_conv_hybrid(sglang_release: tuple[str, str
 
 
 # flag sets SGLang refuses or accepts by the GPU's generation (knowledge/argchecks.py's compute-capability rules):
-# run again on an SM90 GPU, where some of those that SM86 refuses pass (TRT-LLM MHA decode, MegaMoE)
+# run again on an SM90 GPU, where some of those that SM86 refuses pass (TRT-LLM MHA decode, MegaMoE), and the
+# attention backend SGLang picks when none is named is fa3, not flashinfer (knowledge/attnbackend.py)
 GPU_GENERATION_CASES = [
     [], ["--attention-backend", "trtllm_mha"], ["--decode-attention-backend", "trtllm_mha"],
     ["--prefill-attention-backend", "trtllm_mha"], ["--attention-backend", "trtllm_mla"],
     ["--attention-backend", "cutedsl_mla"], ["--kv-cache-dtype", "mxfp8"], ["--kv-cache-dtype", "nvfp4"],
     ["--moe-a2a-backend", "megamoe"], ["--quantization", "nvfp4_online"], ["--quantization", "mxfp4"],
     ["--enable-deepseek-v4-fp4-indexer"],
+    ["--enable-mis"], ["--enable-mis", "--decode-attention-backend", "flashinfer"], ["--kv-cache-dtype", "fp4_e2m1"],
+    ["--kv-cache-dtype", "fp4_mx_block16"], ["--enable-deterministic-inference"],
 ]
 
 

@@ -24,6 +24,7 @@ from imgbuild.knowledge.memory import (
     Rules,
     backend_disables_radix_cache,
     deterministic_disables_radix_cache,
+    dllm_disables_radix_cache,
     cuda_graph_flags,
     explain_mem_fraction,
     plan_memory,
@@ -306,7 +307,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
     draft_path = v.get("speculative_draft_model_path")
     refused = refusal(rules.version, v, (g.architecture,) if g.architecture else (),
                       compute_capability=compute_capability if gpus.platform == "cuda" else None,
-                      checkpoint_quantization=g.quantization)
+                      checkpoint_quantization=g.quantization, mla=g.mla)
     return MemoryInputs(
         rules=rules,
         geometry=g,
@@ -341,8 +342,9 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         draft_model_external=bool(draft_path) and draft_path != model_path,
         disable_radix_cache=launch.disable_radix_cache or _decode_forces_chunk_cache(rules.version, v)
         or backend_disables_radix_cache(rules.version, v.get("attention_backend")),
-        radix_off_after_adjustments=bool(v.get("enable_mis"))
-        or deterministic_disables_radix_cache(rules.version, v, compute_capability, g.architecture),
+        radix_off_after_adjustments=bool(v.get("enable_mis")) or dllm_disables_radix_cache(rules.version, v)
+        or deterministic_disables_radix_cache(rules.version, v, compute_capability if gpus.platform == "cuda" else None,
+                                              g.architecture, mla=g.mla),
         enable_mis=bool(v.get("enable_mis")),
         mamba_strategy=launch.mamba_strategy,
         mamba_ssm_dtype=v.get("mamba_ssm_dtype"),

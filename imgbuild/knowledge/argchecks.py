@@ -18,10 +18,11 @@ Deliberately not here: checks that need the machine (--enable-http2 needs the gr
 --mamba-backend flashinfer needs flashinfer's mamba module, SSL files must exist, a mooncake
 transfer's --disaggregation-ib-device must be in /sys/class/infiniband, --load-format expert_pack's
 files), the quantization a checkpoint declares reconciled with --quantization (configs/model_config.py),
-those that depend on what SGLang resolves for the model (--enable-mis: the attention backend;
---enable-linear-replayssm: the mamba strategy; --enable-page-major-kv-layout in 0.5.15-0.5.18: the
-attention backends resolved for the model and GPU), and prefill_complete's one message listing every
-unsupported feature of the setup.
+those that depend on what SGLang resolves for the model (--enable-linear-replayssm: the mamba strategy;
+--enable-page-major-kv-layout in 0.5.15-0.5.18: the attention backends resolved for the model and GPU),
+and prefill_complete's one message listing every unsupported feature of the setup. The rules that read
+the attention backend (multi-item scoring, the FP4 KV caches) take an unnamed one as the default SGLang
+picks for the model and GPU (knowledge/attnbackend.py) and stay silent where that is not known.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from packaging.version import Version
+
+from imgbuild.knowledge.attnbackend import default_attention_backend
 
 Values = Mapping[str, Any]
 
@@ -190,6 +193,7 @@ _ARCHS = "_architectures"  # first_refusal's key for config.json's architectures
 _VERSION = "_version"
 _CC = "_compute_capability"  # matrix.yaml's compute capability of a CUDA GPU ("8.6"); absent: not known
 _CHECKPOINT_QUANT = "_checkpoint_quantization"  # config.json's quantization_config quant_method, if any
+_MLA = "_mla"  # the model's attention is MLA (ModelConfig.attention_arch)
 
 
 def _arch_list(values: Values, segments: _ArchList) -> tuple[str, ...] | None:
@@ -374,17 +378,74 @@ def _deterministic_backend_refused(values: Values) -> bool:
     return on and backend is not None and backend not in (_arch_list(values, _DETERMINISTIC_BACKENDS) or (backend,))
 
 
-def _mis_backends(values: Values) -> tuple[str, str] | None:
-    """--enable-mis's (prefill, decode) attention backends where the flags name both (get_attention_backends:
-    the phase's own flag, else --attention-backend); None where SGLang would resolve one for the model."""
-    prefill = _v(values, "prefill_attention_backend") or _v(values, "attention_backend")
-    decode = _v(values, "decode_attention_backend") or _v(values, "attention_backend")
-    return (prefill, decode) if prefill and decode else None
+def _resolved_attention(values: Values) -> tuple[str | None, str | None, str | None]:
+    """(attention, prefill, decode) backends as _handle_attention_backend_compatibility leaves them: equal
+    phase flags become --attention-backend, an unnamed one is the release's default for the model and GPU
+    (knowledge/attnbackend.py; None where that is not known), a phase without its own flag takes it
+    (get_attention_backends)."""
+    attention, prefill = _attn(values, "attention_backend"), _attn(values, "prefill_attention_backend")
+    decode = "trtllm_mha" if _nvfp4_kv_decodes_on_trtllm(values) else _attn(values, "decode_attention_backend")
+    if prefill is not None and prefill == decode:
+        attention = prefill
+    if attention is None:
+        archs = _archs(values)
+        attention = default_attention_backend(values[_VERSION], archs[0] if archs else None, values.get(_CC),
+                                              mla=bool(values.get(_MLA)), speculative=_spec_algorithm(values) is not None)
+    return attention, prefill or attention, decode or attention
 
 
 def _mis_refused(values: Values) -> bool:
-    backends = _mis_backends(values)
-    return bool(_v(values, "enable_mis")) and backends is not None and backends != ("flashinfer", "flashinfer")
+    _, prefill, decode = _resolved_attention(values)
+    return bool(_v(values, "enable_mis")) and None not in (prefill, decode) and (prefill, decode) != ("flashinfer",) * 2
+
+
+# _handle_kv4_compatibility (server_args.py 0.5.7-0.5.18, arg_groups/kv_cache_hook.py after): the FP4 KV caches
+# (fp4_e2m1 through 0.5.15; nvfp4 and fp4_mx_block16 from 0.5.16) need a backend that reads them. Equal phases
+# (or FA4 prefill) are checked; different ones only warn. The MLA lists lost cutlass_mla in 0.5.20, flashmla in 0.5.16.
+_KV4_DTYPES: _ArchList = (("0.5.7", "0.5.15.post1", ("fp4_e2m1",)), ("0.5.16", "0.5.23", ("nvfp4", "fp4_mx_block16")))
+_KV4_MLA: _ArchList = (
+    ("0.5.7", "0.5.15.post1", ("cutlass_mla", "flashinfer", "trtllm_mla", "flashmla")),
+    ("0.5.16", "0.5.19", ("cutlass_mla", "flashinfer", "trtllm_mla")),
+    ("0.5.20", "0.5.23", ("flashinfer", "trtllm_mla")),
+)
+_KV4_FA4_MLA: _ArchList = (("0.5.7", "0.5.19", ("cutlass_mla", "flashinfer", "trtllm_mla")),
+                           ("0.5.20", "0.5.23", ("flashinfer", "trtllm_mla")))
+_KV4_MHA = ("triton", "torch_native", "flex_attention", "trtllm_mha")
+_KV4_FA4_MHA = ("triton", "torch_native", "flex_attention")
+
+
+def _kv4_refusal(values: Values) -> str | None:
+    if _v(values, "kv_cache_dtype") not in (_arch_list(values, _KV4_DTYPES) or ()) or _cc_major(values) is None:
+        return None
+    attention, prefill, decode = _resolved_attention(values)
+    if None in (attention, prefill, decode) or (prefill != decode and prefill != "fa4"):
+        return None
+    arch = "MLA" if values.get(_MLA) else "MHA"
+    if prefill == "fa4":
+        choices = list(_arch_list(values, _KV4_FA4_MLA) or ()) if arch == "MLA" else list(_KV4_FA4_MHA)
+        return None if decode in choices else (f"AssertionError: KV4 FA4 {arch} expects decode_attention_backend to "
+                                               f"be one of {choices}, but got {decode}")
+    choices = list(_arch_list(values, _KV4_MLA) or ()) if arch == "MLA" else list(_KV4_MHA)
+    return None if attention in choices else (f"AssertionError: KV4 {arch} expects attention_backend to be one of "
+                                              f"{choices}, but got {attention}")
+
+
+# diffusion LLMs: the algorithms (the Algorithm classes of dllm/algorithm/*.py, which handle_dllm_inference looks
+# up by name from 0.5.21) and the architectures dllm/config.py DllmConfig.from_server_args has parameters for
+_DLLM_ALGORITHMS: _ArchList = (("0.5.21", "0.5.21", ("Gemma4Renoise", "JointThreshold", "LowConfidence")),
+                               ("0.5.22", "0.5.23", ("Gemma4Renoise", "JointThreshold", "JointThresholdInDel",
+                                                     "LowConfidence")))
+_DLLM_ARCHS: _ArchList = (
+    ("0.5.10", "0.5.20", ("LLaDA2MoeModelLM", "SDARForCausalLM", "SDARMoeForCausalLM")),
+    ("0.5.21", "0.5.23", ("DiffusionGemmaForBlockDiffusion", "LLaDA2MoeModelLM", "SDARForCausalLM", "SDARMoeForCausalLM")),
+)
+
+
+def _dllm_architecture_refused(values: Values) -> bool:
+    # 0.5.10-0.5.14 server_args.py _handle_dllm_inference builds the DllmConfig only with the radix cache on;
+    # from 0.5.15 arg_groups/overrides.py _dllm_page_size builds it for every dLLM launch
+    gated = Version(values[_VERSION]) < Version("0.5.15") and bool(_v(values, "disable_radix_cache"))
+    return _v(values, "dllm_algorithm") is not None and not gated and _first_arch_outside(values, _DLLM_ARCHS)
 
 
 def _quantization_unknown(values: Values) -> bool:
@@ -543,13 +604,6 @@ CHECKS: tuple[ArgCheck, ...] = (
              "0.5.21", "0.5.23",
              lambda v: _v(v, "kv_cache_dtype", "auto") != "nvfp4" and _v(v, "prefill_kv_cache_dequant_dtype", "auto") != "auto",
              lambda v: "ValueError: --prefill-kv-cache-dequant-dtype applies only with --kv-cache-dtype=nvfp4."),
-    # server_args.py _handle_multi_item_scoring (0.5.11; arg_groups/attention_hook.py in 0.5.23), after the memory
-    # settings: multi-item scoring's custom attention mask is flashinfer's (silent where a backend is left to SGLang)
-    ArgCheck("mis-needs-flashinfer", "arg_groups/attention_hook.py handle_multi_item_scoring", "0.5.11", "0.5.23",
-             _mis_refused,
-             lambda v: "AssertionError: Multi-item scoring requires flashinfer attention backend for custom attention mask "
-                       "support. Please set --attention-backend flashinfer when using --enable-mis. Current backends: "
-                       f"prefill={_mis_backends(v)[0]}, decode={_mis_backends(v)[1]}"),
     # _handle_deterministic_inference (server_args.py through 0.5.18; arg_groups/overrides.py
     # _deterministic_attention_backend after), just before the attention backends' compatibility
     ArgCheck("deterministic-attention-backend", "arg_groups/overrides.py _deterministic_attention_backend",
@@ -622,10 +676,19 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: _v(v, "kv_cache_dtype") == "nvfp4" and _gpu_outside(v, _SM100, _SM120),
              lambda v: "RuntimeError: --kv-cache-dtype=nvfp4 requires Blackwell SM100 or SM120. Use "
                        "--kv-cache-dtype=fp4_mx_block16 for the block-size-16 FP4 recipe."),
+    ArgCheck("kv4-attention-backend", "arg_groups/kv_cache_hook.py handle_kv4_compatibility", "0.5.7", "0.5.23",
+             lambda v: _kv4_refusal(v) is not None, lambda v: _kv4_refusal(v) or ""),
     ArgCheck("mxfp8-kv-blackwell", "arg_groups/kv_cache_hook.py handle_mxfp8_kv_cache_compatibility", "0.5.16", "0.5.23",
              lambda v: _v(v, "kv_cache_dtype") == "mxfp8" and _gpu_outside(v, _BLACKWELL),
              lambda v: "ValueError: --kv-cache-dtype mxfp8 requires an SM100+ (Blackwell) GPU for the block-scaled operands "
                        "used by the FA4 MXFP8 attention path."),
+    # server_args.py _handle_multi_item_scoring (0.5.11; arg_groups/attention_hook.py in 0.5.23), after the kernel
+    # backends are set: multi-item scoring's custom attention mask is flashinfer's, in both phases
+    ArgCheck("mis-needs-flashinfer", "arg_groups/attention_hook.py handle_multi_item_scoring", "0.5.11", "0.5.23",
+             _mis_refused,
+             lambda v: "AssertionError: Multi-item scoring requires flashinfer attention backend for custom attention mask "
+                       "support. Please set --attention-backend flashinfer when using --enable-mis. Current backends: "
+                       "prefill={}, decode={}".format(*_resolved_attention(v)[1:])),
     ArgCheck("linker-mla-dedup-needs-mooncake", "arg_groups/hicache_hook.py handle_hicache", "0.5.21", "0.5.23",
              lambda v: bool(_v(v, "enable_linker_mla_dedup")) and (
                  not _v(v, "enable_unified_cache_external_linker")
@@ -849,6 +912,12 @@ CHECKS: tuple[ArgCheck, ...] = (
                        "unsupported: the strided MHA K/V views were removed and the static-pool page-major layout awaits its "
                        "per-layer-view reimplementation. Run with --enable-unified-memory, or drop "
                        "--enable-page-major-kv-layout."),
+    ArgCheck("dllm-algorithm-known", "dllm/algorithm/__init__.py get_algorithm_cls", "0.5.21", "0.5.23",
+             lambda v: _v(v, "dllm_algorithm") is not None and _v(v, "dllm_algorithm") not in (
+                 _arch_list(v, _DLLM_ALGORITHMS) or ()),
+             lambda v: f"RuntimeError: Unknown diffusion LLM algorithm: {_v(v, 'dllm_algorithm')}"),
+    ArgCheck("dllm-architecture", "dllm/config.py DllmConfig.from_server_args", "0.5.10", "0.5.23",
+             _dllm_architecture_refused, lambda v: f"RuntimeError: Unknown diffusion LLM: {_archs(v)[0]}"),
     # after the pipeline, the last validations of arg_groups/pipeline.py run_resolution_pipeline
     ArgCheck("deepep-v2-not-for-draft", "arg_groups/moe_hook.py validate_deepep_v2_speculative_draft", "0.5.19", "0.5.23",
              lambda v: _draft_a2a(v) == "deepep_v2",
@@ -858,9 +927,9 @@ CHECKS: tuple[ArgCheck, ...] = (
 
 
 def _first_check(version: str, values: Values, architectures: tuple[str, ...], compute_capability: str | None,
-                 checkpoint_quantization: str | None) -> tuple[ArgCheck, Values] | None:
+                 checkpoint_quantization: str | None, mla: bool) -> tuple[ArgCheck, Values] | None:
     seen = {**values, _ARCHS: tuple(architectures), _VERSION: version, _CC: compute_capability,
-            _CHECKPOINT_QUANT: checkpoint_quantization}
+            _CHECKPOINT_QUANT: checkpoint_quantization, _MLA: mla}
     for check in CHECKS:
         if check.in_release(version) and check.applies(seen):
             return check, seen
@@ -868,12 +937,14 @@ def _first_check(version: str, values: Values, architectures: tuple[str, ...], c
 
 
 def first_refusal(version: str, values: Values, architectures: tuple[str, ...] = (), *,
-                  compute_capability: str | None = None, checkpoint_quantization: str | None = None) -> str | None:
+                  compute_capability: str | None = None, checkpoint_quantization: str | None = None,
+                  mla: bool = False) -> str | None:
     """The error SGLang `version` raises after parsing these flag values, if one of the rules applies.
     ``architectures`` (config.json's) feeds the per-architecture support lists, ``compute_capability`` (a CUDA
     GPU's, "8.6") the GPU-generation rules, ``checkpoint_quantization`` (config.json's quant_method) tells the
-    quantization rules that SGLang reconciles the flag with the checkpoint; without them those rules stay silent."""
-    found = _first_check(version, values, architectures, compute_capability, checkpoint_quantization)
+    quantization rules that SGLang reconciles the flag with the checkpoint, ``mla`` (the model's attention) the
+    default attention backend; without them those rules stay silent."""
+    found = _first_check(version, values, architectures, compute_capability, checkpoint_quantization, mla)
     return None if found is None else found[0].message(found[1])
 
 
@@ -904,9 +975,10 @@ class Refusal:
 
 
 def refusal(version: str, values: Values, architectures: tuple[str, ...] = (), *,
-            compute_capability: str | None = None, checkpoint_quantization: str | None = None) -> Refusal | None:
+            compute_capability: str | None = None, checkpoint_quantization: str | None = None,
+            mla: bool = False) -> Refusal | None:
     """first_refusal's error with where SGLang raises it (Refusal), from one pass over the rules."""
-    found = _first_check(version, values, architectures, compute_capability, checkpoint_quantization)
+    found = _first_check(version, values, architectures, compute_capability, checkpoint_quantization, mla)
     if found is None:
         return None
     check, seen = found

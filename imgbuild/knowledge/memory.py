@@ -47,6 +47,7 @@ from imgbuild.knowledge.modelinfo import (
     vision_params,
     vocab_per_gpu,
 )
+from imgbuild.knowledge.attnbackend import default_attention_backend
 from imgbuild.knowledge.planerror import margin_error_gib
 from imgbuild.knowledge.quantscheme import QuantScheme
 
@@ -1479,6 +1480,13 @@ def backend_disables_radix_cache(version: str, attention_backend: str | None) ->
     return attention_backend == "dual_chunk_flash_attn" and _vkey("0.5.3") <= _vkey(version) <= _vkey("0.5.19")
 
 
+def dllm_disables_radix_cache(version: str, values: Mapping[str, Any]) -> bool:
+    """A diffusion LLM (--dllm-algorithm) turns the radix cache off in 0.5.6-0.5.9 ("Radix cache is disabled
+    because of using diffusion LLM inference": server_args.py _handle_dllm_inference, after the model-specific
+    adjustments); from 0.5.10 it keeps it and checks the architecture instead (knowledge/argchecks.py)."""
+    return values.get("dllm_algorithm") is not None and _vkey("0.5.6") <= _vkey(version) < _vkey("0.5.10")
+
+
 # _deterministic_is_deepseek_model's architectures (arg_groups/overrides.py, 0.5.23; server_args.py's list before it
 # lacked Glm4MoeLiteForCausalLM): on Blackwell their deterministic fallback is triton, not flashinfer
 _DETERMINISTIC_TRITON_ARCHS = frozenset({
@@ -1488,16 +1496,21 @@ _DETERMINISTIC_TRITON_ARCHS = frozenset({
 
 
 def deterministic_disables_radix_cache(version: str, values: Mapping[str, Any], compute_capability: str | None,
-                                       architecture: str | None) -> bool:
+                                       architecture: str | None, *, mla: bool = False) -> bool:
     """Deterministic inference (or --rl-on-policy-target, which turns it on) on an attention backend outside
     RADIX_SUPPORTED_DETERMINISTIC_ATTENTION_BACKEND turns the radix cache off: server_args.py
     _handle_deterministic_inference 0.5.5-0.5.18, arg_groups/attention_hook.py after. Unnamed, the backend is
-    SGLang's fallback: flashinfer on Blackwell (triton for DeepSeek-like models), fa3 below it."""
+    the one SGLang picked for the model and GPU where the check runs after that choice (0.5.5-0.5.11; known
+    from 0.5.8: knowledge/attnbackend.py), else SGLang's fallback: flashinfer on Blackwell (triton for
+    DeepSeek-like models), fa3 below it (from 0.5.12 the check runs first)."""
     key = _vkey(version)
     if key < _vkey("0.5.5") or not (values.get("enable_deterministic_inference")
                                     or values.get("rl_on_policy_target") is not None):
         return False
     backend = values.get("attention_backend")
+    if backend is None and key < _vkey("0.5.12"):
+        backend = default_attention_backend(version, architecture, compute_capability, mla=mla,
+                                            speculative=values.get("speculative_algorithm") is not None)
     if backend is None:
         major = compute_capability.split(".")[0] if compute_capability else None
         blackwell = major in ("10", "12")

@@ -85,6 +85,16 @@ PAIRS = [
     ["--enable-mis", "--attention-backend", "flashinfer"],
     ["--enable-mis", "--attention-backend", "triton"],
     ["--enable-mis", "--decode-attention-backend", "flashinfer", "--attention-backend", "triton"],
+    # ... with a phase left to SGLang: the default backend it picks for the model and GPU
+    ["--enable-mis", "--prefill-attention-backend", "flashinfer"],
+    ["--enable-mis", "--decode-attention-backend", "triton"],
+    # an FP4 KV cache needs a backend that reads it (the default flashinfer does not)
+    ["--kv-cache-dtype", "fp4_e2m1", "--attention-backend", "triton"],
+    ["--kv-cache-dtype", "fp4_mx_block16", "--attention-backend", "triton"],
+    ["--kv-cache-dtype", "fp4_mx_block16", "--decode-attention-backend", "triton"],
+    # diffusion LLMs: a known algorithm, the radix cache off (0.5.10-0.5.14 check the architecture only with it on)
+    ["--dllm-algorithm", "LowConfidence"],
+    ["--dllm-algorithm", "x", "--disable-radix-cache"],
 ]
 
 

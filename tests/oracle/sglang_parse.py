@@ -34,7 +34,7 @@ def patch_gpu_probes(memory_mib: int, sm: int, gpu_name: str, gpus: int) -> list
 
     # Imported before any patch: these modules decide at import time whether to load
     # sgl_kernel's CUDA ops (which need a driver); server_args asks again at parse time.
-    import importlib
+    import importlib.util
 
     for name in ("sglang.srt.configs.model_config", "sglang.srt.model_loader", "sglang.srt.arg_groups.overrides",
                  "sglang.srt.arg_groups.memory_hook"):
@@ -52,8 +52,9 @@ def patch_gpu_probes(memory_mib: int, sm: int, gpu_name: str, gpus: int) -> list
         "get_device_name": lambda *a, **k: gpu_name,                      # torch.cuda.get_device_name
         "is_cuda": lambda: True,                                          # torch.version.cuda and is_available
         "is_cuda_alike": lambda: True,
-        "is_sm100_supported": lambda *a, **k: sm >= 100,
-        "is_sm90_supported": lambda *a, **k: sm >= 90,
+        # utils/common.py _check_cuda_device_version: the capability's major is the one named (SM120 is no SM100)
+        "is_sm100_supported": lambda *a, **k: major == 10,
+        "is_sm90_supported": lambda *a, **k: major == 9,
     }
     done = []
     # Every sglang module that imported a probe by name holds its own reference (server_args.py,
@@ -73,6 +74,7 @@ def patch_gpu_probes(memory_mib: int, sm: int, gpu_name: str, gpus: int) -> list
     torch.cuda.get_device_name = lambda *a, **k: gpu_name
     done += ["torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.get_device_capability",
              "torch.cuda.get_device_name"]
+    done += _clear_cached_probes()
     try:  # 0.5.17+: runtime_context.py's own way to say what machine this is
         from sglang.srt import runtime_context
     except ImportError:
@@ -80,14 +82,31 @@ def patch_gpu_probes(memory_mib: int, sm: int, gpu_name: str, gpus: int) -> list
     if not hasattr(runtime_context, "override_platform"):
         return done
     facts = dict(is_cuda=True, is_hip=False, is_npu=False, is_xpu=False, is_musa=False, is_mps=False,
-                 is_sm90=sm >= 90, is_sm100=sm >= 100, is_sm100_or_sm110=sm >= 100, is_sm110=sm >= 110,
-                 is_sm120=sm >= 120, is_blackwell=sm >= 100, is_hopper_with_cuda_12_3=sm == 90,
-                 device_sm=sm, device_capability=(major, minor))
+                 is_sm90=major == 9, is_sm100=major == 10, is_sm100_or_sm110=major in (10, 11), is_sm110=major == 11,
+                 is_sm120=major == 12, is_blackwell=major in (10, 11, 12), is_hopper_with_cuda_12_3=major == 9,
+                 device_sm=sm, device_capability=(major, minor),
+                 # is_flashinfer_available(): the package is in the locked stack, and the GPU is CUDA
+                 has_flashinfer=importlib.util.find_spec("flashinfer") is not None)
     # each release knows its own set of facts (0.5.21 has no is_mps or is_sm110) and refuses others
     known = set(getattr(runtime_context, "_PLATFORM_PROBES", facts)) | set(getattr(runtime_context, "_PLATFORM_VALUES", ()))
     runtime_context.override_platform(**{k: v for k, v in facts.items() if k in known}).install()
     done.append("sglang.srt.runtime_context.override_platform")
     return done
+
+
+def _clear_cached_probes() -> list[str]:
+    """utils/common.py caches some answers (lru_cache) that ask the probes: is_flashinfer_available()
+    asks is_cuda(), and the imports above asked it before the patch, so it said False and every default
+    attention backend became triton. Empties those caches so they ask the patched probes again."""
+    cleared = []
+    for module_name, module in sorted(sys.modules.items()):
+        if not module_name.startswith("sglang.srt.utils") or module is None:
+            continue
+        for name, value in vars(module).items():
+            if getattr(value, "__module__", None) == module_name and callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
+                cleared.append(f"{module_name}.{name} (cache emptied)")
+    return cleared
 
 
 def replay_quantization_registry() -> str | None:
