@@ -578,11 +578,15 @@ CATALOG: tuple[Signature, ...] = (
             # a failed communicator call, and its transport set-up between ranks
             r"HCCL function error: hccl\w+\(",
             r"\bcall hccl api failed\b",
-            r"\bEI0009: .{0,80}Transport init error\b",
-            # torch_npu's op runner on a collective HCCL refused, and CANN's socket timeout between ranks
-            # (vllm-ascend issue 486)
+            # CANN's error codes name their module by the second letter, I for HCCL: EI0002 a collective's
+            # notify wait timed out, EI0006 a link between ranks, EI0009 its transport init, EI0013 RoCE's
+            # error CQE (hiascend.com CANN troubleshooting, atlaserrorcode_15_0242; hcclug_000050 / _000061,
+            # which also give HCCL's own log keywords for the last two)
+            r"\bEI\d{4}(?::|\)\W)",
+            r"\bwait socket establish timeout\b",
+            r"\berror cqe status\b",
+            # torch_npu's op runner on a collective HCCL refused (vllm-ascend issue 486)
             r"OPS function error: Hccl\w+, error code is \d+",
-            r"\bEI0006: .{0,80}Getting socket times out\b",
             # the same group when a peer stops answering (gloo/transport/tcp/unbound_buffer.cc, pair.cc;
             # sglang issue 5883, two nodes during CUDA-graph capture)
             # (any error gloo's TCP transport raises: a timeout, a closed or reset connection, an
