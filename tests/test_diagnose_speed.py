@@ -1,7 +1,9 @@
 """diagnose is linear in the log: a keyword pre-filter picks the lines worth reading, and no
 regex backtracks over a long line. These tests check that the shortcuts change no answer (the
-same diagnosis as reading every line with every full regex) and bound the time on long lines.
-scripts/bench_diagnose.py prints the seconds and peak RSS for big logs."""
+same diagnosis as reading every line with every full regex) and that long lines finish: their
+bounds are loose (several times what a loaded 2-core CI runner takes), so only a quadratic scan,
+minutes to hours at these sizes, fails them. scripts/bench_diagnose.py prints the seconds and peak
+RSS for big logs and long lines."""
 
 from __future__ import annotations
 
@@ -90,19 +92,20 @@ SHAPES = {
 
 
 @pytest.mark.parametrize("unit", SHAPES.values(), ids=list(SHAPES))
-def test_a_1_mb_line_of_any_shape_is_diagnosed_in_well_under_a_second(unit):
+def test_a_1_mb_line_of_any_shape_is_diagnosed_in_linear_time(unit):
     """A backtracking regex is quadratic on these: 200 KB of the path shape took 108 s."""
     line = (unit * (2**20 // len(unit) + 1))[: 2**20]
     started = time.monotonic()
     for variant in (line, f'  File "{line}', f"ImportError: {line}", line + " [repeated 3x across cluster]"):
         diagnose_log([variant, "ImportError: cannot import name 'x'"])
-    assert time.monotonic() - started < 4
+    assert time.monotonic() - started < 15
 
 
 def test_a_10_mb_single_line_is_diagnosed_in_seconds():
+    """About 5 s here (2 cores), linear: every catalog literal is looked for once in the line."""
     started = time.monotonic()
     assert diagnose_log(["a" * 10_000_000 + " hit an exception"]).failure_class == "unknown"
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30
 
 
 def test_diagnose_reads_a_file_line_by_line_as_splitlines_splits_it(tmp_path):
