@@ -342,7 +342,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         draft_model_external=bool(draft_path) and draft_path != model_path,
         disable_radix_cache=launch.disable_radix_cache or _decode_forces_chunk_cache(rules.version, v)
         or backend_disables_radix_cache(rules.version, v.get("attention_backend")),
-        radix_off_after_adjustments=bool(v.get("enable_mis")) or dllm_disables_radix_cache(rules.version, v)
+        radix_off_after_adjustments=dllm_disables_radix_cache(rules.version, v)
         or deterministic_disables_radix_cache(rules.version, v, compute_capability if gpus.platform == "cuda" else None,
                                               g.architecture, mla=g.mla),
         enable_mis=bool(v.get("enable_mis")),

@@ -18,8 +18,9 @@ Deliberately not here: checks that need the machine (--enable-http2 needs the gr
 --mamba-backend flashinfer needs flashinfer's mamba module, SSL files must exist, a mooncake
 transfer's --disaggregation-ib-device must be in /sys/class/infiniband, --load-format expert_pack's
 files), the quantization a checkpoint declares reconciled with --quantization (configs/model_config.py),
-those that depend on what SGLang resolves for the model (--enable-linear-replayssm: the mamba strategy;
---enable-page-major-kv-layout in 0.5.15-0.5.18: the attention backends resolved for the model and GPU),
+those that depend on what SGLang resolves for the model (--enable-linear-replayssm against the mamba
+strategy: knowledge/memory.py; --enable-page-major-kv-layout in 0.5.15-0.5.18: the attention backends
+resolved for the model and GPU),
 and prefill_complete's one message listing every unsupported feature of the setup. The rules that read
 the attention backend (multi-item scoring, the FP4 KV caches) take an unnamed one as the default SGLang
 picks for the model and GPU (knowledge/attnbackend.py) and stay silent where that is not known.

@@ -773,9 +773,10 @@ class MemoryInputs:
     attention_backend: str | None = None  # --attention-backend as given (None: the release's default)
     disable_radix_cache: bool = False
     # turned off after the model adjustments resolved the mamba strategy (deterministic inference's backend check,
-    # --enable-mis)
+    # a diffusion LLM in 0.5.6-0.5.9)
     radix_off_after_adjustments: bool = False
-    # --enable-mis: chunked prefill and CUDA graphs off once the memory settings are made (server_args.py
+    # --enable-mis: the radix cache off after the kernel backends are set (after the linear-attention checks too),
+    # chunked prefill and CUDA graphs off once the memory settings are made (server_args.py
     # _handle_multi_item_scoring, 0.5.11; arg_groups/attention_hook.py in 0.5.23), so mem_fraction_static keeps
     # their reserve
     enable_mis: bool = False
@@ -1364,7 +1365,7 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
                 "is already supported with no_buffer + disable_radix_cache. Please use --mamba-scheduler-strategy "
                 "no_buffer instead."
             )
-    return radix and not inp.radix_off_after_adjustments, strategy, page_size
+    return radix and not inp.radix_off_after_adjustments and not inp.enable_mis, strategy, page_size
 
 
 def _validate_mamba_strategy(inp: MemoryInputs, strategy: str | None, out: _Outcome) -> None:
@@ -1403,7 +1404,8 @@ def _replayssm_refusals(inp: MemoryInputs, algo: str | None, out: _Outcome) -> N
     key = _vkey(inp.rules.version)
     if not inp.enable_linear_replayssm or key < _vkey("0.5.15"):
         return
-    radix, strategy, _ = _mamba_radix_cache(inp, algo, _Outcome())  # the resolution alone, its refusals later
+    # the resolution alone (its refusals come later), as the check sees it: before --enable-mis turns the radix off
+    radix, strategy, _ = _mamba_radix_cache(replace(inp, enable_mis=False), algo, _Outcome())
     if not inp.geometry.hybrid or not radix or strategy not in ("extra_buffer", "extra_buffer_lazy"):
         # the same function's next check (0.5.15-0.5.23): the disaggregated decode pool has no ReplaySSM ring
         mode = inp.cuda_graphs.disaggregation_mode

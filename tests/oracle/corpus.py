@@ -88,6 +88,8 @@ PAIRS = [
     # ... with a phase left to SGLang: the default backend it picks for the model and GPU
     ["--enable-mis", "--prefill-attention-backend", "flashinfer"],
     ["--enable-mis", "--decode-attention-backend", "triton"],
+    # ... whose radix cache goes off after the linear-attention checks: ReplaySSM still sees extra_buffer (0.5.23)
+    ["--enable-linear-replayssm", "--enable-mis"],
     # an FP4 KV cache needs a backend that reads it (the default flashinfer does not)
     ["--kv-cache-dtype", "fp4_e2m1", "--attention-backend", "triton"],
     ["--kv-cache-dtype", "fp4_mx_block16", "--attention-backend", "triton"],
