@@ -5,8 +5,8 @@ attention backend if not specified" (0.5.8-0.5.9), _get_default_attn_backend (0.
 arg_groups/model_override_base.py get_default_attn_backend (0.5.19-0.5.23), called after
 _handle_model_specific_adjustments. An MHA model gets fa3 on Hopper (flashinfer 0.6.1's Hopper
 regression, sglang issue 17411), trtllm_mha on SM100 (from 0.5.23 fa4 where K and V rows differ in
-width: neither is flashinfer), flashinfer elsewhere, or from 0.5.10 triton for a model with attention
-sinks; an MLA model fa3 on Hopper, flashinfer on SM100, triton elsewhere. (Before 0.5.8 Hopper's fa3
+width: neither is flashinfer), flashinfer elsewhere (from 0.5.10 triton for a model with attention sinks:
+GPT-OSS, which picks its own below); an MLA model fa3 on Hopper, flashinfer on SM100, triton elsewhere. (Before 0.5.8 Hopper's fa3
 went to a list of architectures only: utils/common.py is_fa3_default_architecture.)
 
 Where SGLang decides otherwise, this says nothing (None) and its callers stay silent: the
@@ -44,8 +44,6 @@ _OWN_CHOICE_ON_SM100 = frozenset({
     "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
     "InternS2MobiusForConditionalGeneration", "InternS2PreviewForConditionalGeneration",
 })
-# model_config.has_attention_sinks, read from 0.5.10 ("FlashInfer does not support attention sinks")
-_ATTENTION_SINK_ARCHS = frozenset({"GptOssForCausalLM"})
 
 
 def default_attention_backend(version: str, architecture: str | None, compute_capability: str | None, *,
@@ -67,4 +65,4 @@ def default_attention_backend(version: str, architecture: str | None, compute_ca
         return "fa3"
     if major == 10:
         return "trtllm_mha"
-    return "triton" if key >= Version("0.5.10") and architecture in _ATTENTION_SINK_ARCHS else "flashinfer"
+    return "flashinfer"
