@@ -305,8 +305,8 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
     if v.get("enforce_piecewise_cuda_graph"):
         piecewise = True  # _handle_piecewise_cuda_graph skips every auto-disable (0.5.10-0.5.13)
     draft_path = v.get("speculative_draft_model_path")
-    refused = refusal(rules.version, v, (g.architecture,) if g.architecture else (),
-                      compute_capability=compute_capability if gpus.platform == "cuda" else None,
+    cuda_cc = compute_capability if gpus.platform == "cuda" else None
+    refused = refusal(rules.version, v, (g.architecture,) if g.architecture else (), compute_capability=cuda_cc,
                       checkpoint_quantization=g.quantization, mla=g.mla)
     return MemoryInputs(
         rules=rules,
@@ -343,8 +343,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         disable_radix_cache=launch.disable_radix_cache or _decode_forces_chunk_cache(rules.version, v)
         or backend_disables_radix_cache(rules.version, v.get("attention_backend")),
         radix_off_after_adjustments=dllm_disables_radix_cache(rules.version, v)
-        or deterministic_disables_radix_cache(rules.version, v, compute_capability if gpus.platform == "cuda" else None,
-                                              g.architecture, mla=g.mla),
+        or deterministic_disables_radix_cache(rules.version, v, cuda_cc, g.architecture, mla=g.mla),
         enable_mis=bool(v.get("enable_mis")),
         mamba_strategy=launch.mamba_strategy,
         mamba_ssm_dtype=v.get("mamba_ssm_dtype"),

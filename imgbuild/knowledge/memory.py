@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from imgbuild.knowledge.attnbackend import default_attention_backend
 from imgbuild.knowledge.modelinfo import (
     DTYPE_BYTES,
     MODELLED_VISION,
@@ -47,7 +48,6 @@ from imgbuild.knowledge.modelinfo import (
     vision_params,
     vocab_per_gpu,
 )
-from imgbuild.knowledge.attnbackend import default_attention_backend
 from imgbuild.knowledge.planerror import margin_error_gib
 from imgbuild.knowledge.quantscheme import QuantScheme
 
