@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.version import Version
 
 from imgbuild.knowledge.sglanginstall import parse_entry_classes
 
@@ -27,6 +28,7 @@ if str(REPO / "scripts") not in sys.path:
     sys.path.insert(0, str(REPO / "scripts"))
 import gen_matrix.emit as gen_emit  # noqa: E402
 import gen_matrix.main as gen_main  # noqa: E402
+import gen_matrix.messages as gen_messages  # noqa: E402
 import gen_matrix.server_args as gen_server_args  # noqa: E402
 import gen_matrix.torch_cuda as gen_torch_cuda  # noqa: E402
 import gen_matrix.vllm_messages as gen_vllm_messages  # noqa: E402
@@ -515,8 +517,7 @@ def test_render_engines_writes_deltas_in_version_order() -> None:
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.network
-def test_real_sglang_0_5_9_wheel(request: pytest.FixtureRequest) -> None:
+def _sglang_0_5_9_wheel(request: pytest.FixtureRequest) -> Path:
     directory = Path(request.config.cache.mkdir("sglang-wheels"))
     wheel = directory / "sglang-0.5.9-py3-none-any.whl"
     if not wheel.exists():
@@ -525,6 +526,12 @@ def test_real_sglang_0_5_9_wheel(request: pytest.FixtureRequest) -> None:
              "-d", str(directory), "sglang==0.5.9"],
             check=True, timeout=300,
         )
+    return wheel
+
+
+@pytest.mark.network
+def test_real_sglang_0_5_9_wheel(request: pytest.FixtureRequest) -> None:
+    wheel = _sglang_0_5_9_wheel(request)
     info = gen_wheels.read_wheel(wheel)
     assert info["version"] == "0.5.9"
     assert {"Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "DeepseekV3ForCausalLM"} <= set(info["architectures"])
@@ -536,6 +543,29 @@ def test_real_sglang_0_5_9_wheel(request: pytest.FixtureRequest) -> None:
     assert specs["--mamba-scheduler-strategy"]["choices"] == ["auto", "no_buffer", "extra_buffer"]
     assert specs["--mem-fraction-static"]["type"] == "float"
     assert info["problems"] == []
+
+
+@pytest.mark.network
+def test_real_sglang_0_5_9_wheel_gives_the_start_up_texts_the_shipped_data_holds(request: pytest.FixtureRequest) -> None:
+    """Every text scripts/gen_matrix/messages.py reads from the real 0.5.9 wheel is in
+    imgbuild/data/sglang_messages.json with 0.5.9 inside its releases, the directories' files included."""
+    keys = gen_messages.read_release(_sglang_0_5_9_wheel(request))
+    shipped = json.loads((REPO / "imgbuild" / "data" / "sglang_messages.json").read_text(encoding="utf-8"))
+    held = {(m["step"], m["file"], m["kind"], m["text"]): m for m in shipped["messages"]}
+    steps = {step for step, *_ in keys}
+    assert {"server-args", "caches", "speculative", "quantization"} <= steps and len(keys) > 400
+    for step, rel, kind, text in keys:
+        row = held[(step, f"sglang/srt/{rel}", kind, text)]
+        assert Version(row["first"]) <= Version("0.5.9") <= Version(row["last"]), text
+    hiradix = "HiRadixCache only supports MHA and MLA yet"
+    assert any(t.startswith(hiradix) and rel.startswith("mem_cache/") for _, rel, _, t in keys)
+
+
+def test_message_steps_take_a_directorys_python_files_in_order() -> None:
+    names = {"sglang/srt/arg_groups/b.py", "sglang/srt/arg_groups/a.py", "sglang/srt/arg_groups/README.md",
+             "sglang/srt/server_args.py", "sglang/srt/arg_groupsx.py"}
+    assert gen_messages._members(names, ("server_args.py", "arg_groups/", "missing.py")) == [
+        "sglang/srt/server_args.py", "sglang/srt/arg_groups/a.py", "sglang/srt/arg_groups/b.py"]
 
 
 @pytest.mark.network

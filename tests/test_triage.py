@@ -520,9 +520,20 @@ def test_triage_imports_no_adapter_library():
 # records, a bare NVML init failure in a container, "Unsupported model type:", any gloo TCP transport error,
 # HCCL's op and socket errors, a platform plugin's "Failed to import X.", a flattened traceback's
 # HTML-escaped quotes): 237 of 275 (the older held-out part still 229 of 263).
+# A seventh round (81 logs by six collectors: 118 SGLang threads no earlier round held, RL frameworks, serving
+# stacks and operators, pages; 67 tuned, 14 held out) read 54 of 67 and 11 of 14 as first seen. The tuned
+# misses were fixed from those logs alone (NCCLCHECK's "NCCL WARN x.cc:N -> 5" trace, a gdb backtrace in
+# ProcessGroupNCCL, a CUDA kernel's device-side assert, ROCm's memory access fault, gdb's "Program terminated
+# with signal", a glog ERROR record that says something failed, custom all-reduce's CUDA check, "Rank N
+# scheduler is dead. Exit code:", xoscar's "Remote server ... closed" without its class, FastAPI's 'requires
+# "python-multipart" to be installed', a traceback cut inside assert_pkg_version, "Failed to find C compiler"
+# cut short, GPUStack's "No GPU detectors available", "XError in <what>: ", a lower-case "error: " line, an
+# elided "..." line or a crash line below a line at the terminal width, EINVAL's "Invalid argument [22]" not
+# read as flags): 250 of 289 (the older 275 at 239). A blind second labelling of those 275 (two helpers, the
+# logs without their source lines, shown nothing of the classifier) agreed with the first on 269.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 237 of 275 (0.862); the target is 0.95
+HELDOUT_FLOOR = 0.85  # measured 250 of 289 (0.865); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

@@ -549,6 +549,11 @@ CATALOG: tuple[Signature, ...] = (
             r"ncclUnhandledCudaError|ncclSystemError|ncclInternalError|ncclInvalidUsage",
             r"ProcessGroupNCCL.*(timeout|Watchdog caught collective operation timeout)",
             r"NCCL WARN .*(fail|error)",  # "Cuda failure 700 'an illegal memory access was encountered'"
+            # NCCLCHECK's trace of a call that returned an error code, file by file up the stack ("NCCL WARN
+            # init.cc:1815 -> 5", OpenRLHF issue 795; src/include/checks.h)
+            r"NCCL WARN \w+\.cc:\d+ -> [1-9]\b",
+            # a native crash's backtrace (gdb's "#0 0x... in ...") inside torch's NCCL process group
+            r"^#\d+\s+0x[0-9a-f]+ in .{0,200}\bProcessGroupNCCL::",
             r"Test NCCL failure \S+:\d+ '",  # nccl-tests (common.cu) passing NCCL's result string on
             # torch's watchdog lines lose "ProcessGroupNCCL.cpp" with their [E... file:line] prefix
             r"Watchdog caught collective operation timeout",
@@ -749,7 +754,7 @@ CATALOG: tuple[Signature, ...] = (
             # 'sm_100f'", "... : Failed to preprocess host compiler properties.")
             r"\bnvcc fatal\s*: ",
             # Triton's launcher stub needs a C compiler at first use (triton/runtime/build.py)
-            r"Failed to find C compiler\. Please specify via CC environment variable",
+            r"Failed to find C compiler\b",  # (a paste may stop before "Please specify via CC ...")
             # the command ninja prints under FAILED: at the start of a line (a successful verbose build
             # prints it after its "[n/m] " counter); vLLM logs it at ERROR when flashinfer's JIT fails
             r"^:?/\S+/bin/nvcc --?\w",
@@ -912,6 +917,9 @@ _IMPORT = Signature(
         # Triton's model loader without the backend's shared library in the image (tensorrtllm, vllm, python)
         r"unable to find backend library for backend '\w+'",
         r"cannot import name '[\w.]+' from '",  # Python's ImportError text, also pasted without its name
+        # a library's own check for an optional package (FastAPI's Form(): 'Form data requires
+        # "python-multipart" to be installed.', sglang issue 949)
+        r'\brequires "[\w.-]+" to be installed\b',
         # model_loader/loader.py, quantization/*: an optional package a flag needs is not installed
         r"library not found\. Please install it",
         # vLLM's utils/deep_gemm.py when its FP8 kernels need a deep_gemm package that is missing or too old
@@ -947,6 +955,8 @@ _NO_GPU = Signature(
         r"No supported accelerator \([^)]{0,200}\) available",
         r"No CUDA GPUs are available",
         r"No CUDA or HIP available on this system",  # Xinference's device_utils, launching a model on a GPU
+        # GPUStack's worker found no detector that sees a GPU of the vendor it runs for (gpustack issue 3308)
+        r"No GPU detectors available for \w+",
         # TRL's GRPO trainer on a vllm_device ordinal the machine lacks (the same cause as an invalid ordinal)
         r"The requested device for vllm \(cuda:\d+\) is not available",
         r"No HIP GPUs are available",  # the same check (torch/cuda/__init__.py) in torch's ROCm build
@@ -1210,6 +1220,20 @@ _CPU_ONLY_TORCH = Signature(
 # The custom all-reduce kernel (vLLM's csrc/custom_all_reduce.cuh, which SGLang used through 0.2-0.3, and
 # sgl-kernel's own) needs CUDA peer access between the GPUs; on GPUs without it the launch dies
 # (sglang issue 552: two T4s). The fix is a flag, not NCCL's environment.
+_CUSTOM_ALLREDUCE_FAILED = Signature(
+    NCCL,
+    # CUDACHECK in custom_all_reduce.cuh names its own source line under the CUDA error it raises
+    # ("RuntimeError: invalid argument" then "/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:350" while
+    # CUDA graphs register the IPC buffers, sglang issue 11957)
+    _re(r"^\S*/custom_all_reduce\.cuh:\d+\s*$", r"Cuda error \S*custom_all_reduce\.cuh:\d+ '"),
+    "A CUDA call of the custom all-reduce kernel failed (its IPC buffers between the GPUs' processes).",
+    (
+        "Launch with --disable-custom-all-reduce: tensor parallelism then goes through NCCL.",
+        "In a container, give the processes the host's IPC namespace (docker run --ipc=host) and check that "
+        "the driver and the image's CUDA agree.",
+    ),
+    source="custom_all_reduce.cuh",
+)
 _CUSTOM_ALLREDUCE_P2P = Signature(
     NCCL,
     _re(r"custom_all_reduce\.cuh:\d+ 'peer access is not supported between these two devices'"),
@@ -1287,7 +1311,7 @@ _TOKENIZERS_TOO_OLD = Signature(
 CATALOG = CATALOG + (
     _BROKEN_CHECKPOINT, _TOKENIZERS_TOO_OLD,
     _IMPORT, _IMPORT_WARNED, _FABRIC_NOT_READY, _DRIVER_MISMATCH, _CPU_ONLY_TORCH, _NO_GPU, _NO_GPU_TO_SCHEDULE,
-    _TRUST_REMOTE_CODE, _KILLED, _RAY_KILLED, _CUSTOM_ALLREDUCE_P2P, _ADDRESS_NOT_AVAILABLE,
+    _TRUST_REMOTE_CODE, _KILLED, _RAY_KILLED, _CUSTOM_ALLREDUCE_P2P, _CUSTOM_ALLREDUCE_FAILED, _ADDRESS_NOT_AVAILABLE,
     _VERSION_MISMATCH,
 )
 
@@ -1347,6 +1371,9 @@ _CHILD_REPORT = re.compile(
     r"|Engine process failed to start\. See stack trace for the root cause"
     # SGLang's entrypoints/engine.py: a scheduler process exited (EOF on its pipe) before it was ready
     r"|\bRank \d+ scheduler is dead\. Please check if there are relevant logs"
+    # the same with its exit code next to it, as a front end re-raises it (dynamo.sglang: "Error: Rank 0
+    # scheduler is dead. Exit code: -6 (SIGABRT)", ai-dynamo issue 5048)
+    r"|\bRank \d+ scheduler is dead\. Exit code: -?\d+"
     # the launcher's sigquit_handler (entrypoints/engine.py) running: a child told it that it failed, and it
     # kills its own process tree with SIGQUIT, which the shell reports as "Quit (core dumped)"
     r"|\bengine\.py\", line \d+, in sigquit_handler\b|^Quit \(core dumped\)\s*$"
@@ -1357,6 +1384,8 @@ _CHILD_REPORT = re.compile(
     r"|could finish the model loading, but there are other ranks"
     # Xinference's actor framework (xoscar) when the model's subprocess went away
     r"|xoscar\.errors\.ServerClosed: (?:\[[^\]]{0,200}\] )?Remote server \S+ closed"
+    # its message as Xinference's client prints it, without the class ("[address=..., pid=...]" above it)
+    r"|^Remote server unixsocket://\S+ closed"
     # Ray (python/ray/exceptions.py ActorDiedError): an actor (an engine, a rollout worker) died
     r"|The actor died unexpectedly before finishing this task|The actor is dead because its worker process has died"
     # Ray's worker.py for a task's worker that died (its text lists OOM kill, ray stop, a crash as causes)
@@ -1453,7 +1482,10 @@ _CPP_EXCEPTION = re.compile(r"^Exception raised from \w+ at ")
 # a failure without a traceback
 # a tool's own line for a failure that ends it: pip's and docker build's "ERROR: ", the docker daemon's
 # refusal, the NVIDIA container toolkit's hook (pip's note on its resolver is advice, not a failure)
-_STATED_ERROR = re.compile(r"^(?:ERROR|Error): +(?!pip's dependency resolver)\S|\bError response from daemon: "
+_STATED_ERROR = re.compile(r"^(?:ERROR|Error|error): +(?!pip's dependency resolver)\S|\bError response from daemon: "
+                           # a program's own line naming the exception it caught ("RuntimeError in llava image
+                           # encoding: The expanded size ...", sglang issue 273)
+                           r"|^\w*(?:Error|Exception) in [\w .-]{1,60}: \S"
                            r"|^Server error: 5\d\d - "  # Xinference's client, the worker's error after it
                            r"|\bpull access denied for \S|^nvidia-container-cli: [\w ]{1,40} error: ")
 _FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?\"?[Ff]ailed to [^:]{1,120}: (?:\w+: )?\w*(?:Error|Exception): "
@@ -1477,6 +1509,13 @@ _CRASH = re.compile(r"\b[Ss]egmentation fault"  # (two ranks' reports interleave
                     r"|\bterminate called after throwing an instance of\b|\]\[ERROR\] Assertion failed: "
                     # C's assert() as glibc reports it: "python: x.cpp:40: f(): Assertion `cond' failed."
                     r"|: Assertion `[^`]{0,400}' failed\."
+                    # a CUDA kernel's device-side assert, as the runtime prints it per thread ("IndexKernel.cu:92:
+                    # operator(): block: [1193,0,0], thread: [124,0,0] Assertion `...` failed.", sglang issue 1279)
+                    r"|\bthread: \[\d+,\d+,\d+\] Assertion `.{0,400}` failed\."
+                    # ROCm's HSA runtime on a kernel's bad memory access (it aborts the process)
+                    r"|^Memory access fault by GPU node-\d+ \(Agent handle: "
+                    # gdb on a core dump
+                    r"|^Program terminated with signal SIG[A-Z]+"
                     # a CUDA driver call that failed, as torch_memory_saver (SGLang's --enable-memory-saver)
                     # reports it; code 2 (out of memory) is in the catalog, the others are failures too
                     r"|\[torch_memory_saver\.cpp\] CUresult error"
@@ -1488,6 +1527,12 @@ _CRASH = re.compile(r"\b[Ss]egmentation fault"  # (two ranks' reports interleave
                     # module's "NVRM: ...: Check failed: Out of memory" in dmesg, which is a report, not the crash)
                     # (glog's own prefix is taken off with the log's, leaving the line to start with it)
                     r"|\.(?:cc|cpp|cu|cuh|h)(?:\(\d+\):|:\d+\]) Check failed: |^Check failed: ")
+# a glog record at ERROR or FATAL level that says something failed (Mooncake's transfer engine: "E0115 ...
+# rdma_context.cpp:81] Failed to open device mlx5_8", Mooncake issue 1384); gRPC's harmless E-level notes
+# ("grpc_wait_for_shutdown_with_timeout() timed out") say no such thing
+_GLOG_FAILURE = re.compile(
+    r"(?:^|[\s:)|])[EF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [\w./-]+:\d+\] .{0,300}?\b[Ff]ailed to \w"
+    r"|(?:^|[\s:)|])[EF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [\w./-]+:\d+\] .{0,300}?\bcannot \w")
 # Python's own words for a call that does not fit the function (a TypeError), pasted without the
 # "TypeError: " prefix: a failure in the program's code, with no traceback
 _BAD_CALL = re.compile(r"^\w+\(\) (?:got multiple values for argument '\w+'|got an unexpected keyword argument '\w+'"
@@ -1513,7 +1558,7 @@ _CPU_HINTS = re.compile(
 _ALL_KEYS = [k for sig in CATALOG for rx in sig.patterns for k in rx.keys] + [
     k for rx in (_SIGQUIT, _TRACEBACK, _FRAME, _HIT_EXCEPTION, _CPP_EXCEPTION, _IMPORT_IGNORED, _READY,
                  _M_LOAD_BEGIN, _M_LOAD_END, _M_POOL, _M_CAPTURE_BEGIN, _M_CAPTURE_END, _CPU_HINTS, _CHILD_REPORT,
-                 _FAILED_WITH, _CRASH, _FAILED_LOAD, _PROXIED_SELF, _BAD_CALL)
+                 _FAILED_WITH, _CRASH, _FAILED_LOAD, _PROXIED_SELF, _BAD_CALL, _GLOG_FAILURE)
     for k in _keys_of(rx.pattern)] + ["error", "exception", "exit", "interrupt", "fail"]
 _HOT_KEYS = tuple(k for k in dict.fromkeys(_ALL_KEYS) if not any(o != k and o in k for o in _ALL_KEYS))
 
@@ -2102,7 +2147,11 @@ def _starts_record(line: str) -> bool:
     """Whether the line begins as a record does (a log prefix, a traceback's header, frame or exception):
     a cut falls there only by chance, and a short log's two lines of one length often end there."""
     return (strip_prefix(line) != line or _TRACEBACK.match(line) is not None or _FRAME.match(line) is not None
-            or _EXCEPTION.match(line) is not None)
+            or _EXCEPTION.match(line) is not None or _ELISION.match(line) is not None or _CRASH.match(line) is not None)
+
+
+# the line a paste puts where it left lines out ("...", "[...]", "…")
+_ELISION = re.compile(r"^\s*(?:\.{3,}|\[\.{3}\]|\u2026)\s*$")
 
 
 _WHOLE_FRAME = re.compile(r'^\s*File "[^"]+", line \d+, in [\w<>.]+$')
@@ -2499,7 +2548,8 @@ def _diagnose_unmatched_failure(log: _Log) -> Diagnosis | None:
         (" hit an exception" in m and _HIT_EXCEPTION.search(m))
         or (_TRACEBACK.search(m) and not _LOGGED_LEVEL.search(lines[i])) or _EXCEPTION.match(m)
         or _CPP_EXCEPTION.match(m) or _CHILD_REPORT.search(m) or _FAILED_WITH.match(m) or _CRASH.search(m)
-        or _FAILED_LOAD.search(m) or _PROXIED_SELF.search(m) or _BAD_CALL.match(m) or _STATED_ERROR.search(m))), None)
+        or _FAILED_LOAD.search(m) or _PROXIED_SELF.search(m) or _BAD_CALL.match(m) or _STATED_ERROR.search(m)
+        or _GLOG_FAILURE.search(lines[i]))), None)
     starts = [tb.start for tb in log.tracebacks]
     if starts and (marker is None or starts[0] < marker):
         marker = starts[0]
@@ -2611,6 +2661,11 @@ def _crashed_in_communicator(log: _Log, crash: int) -> int | None:
     return frame if frame is not None and "nccl" in msgs[frame].lower() else None
 
 
+# utils (common.py) assert_pkg_version: SGLang's start-up check that sgl-kernel / flashinfer are installed at
+# the version it pins (importlib.metadata's StopIteration below it when the package is not installed at all)
+_PKG_VERSION_FRAME = re.compile(r'", line \d+, in assert_pkg_version$')
+
+
 def _diagnose_cut_traceback(log: _Log, cut: _Traceback, marker: int) -> Diagnosis | None:
     """A traceback cut before its exception, read by its frames: through ninja, a kernel build
     that failed; a chain of module imports, an environment that cannot import sglang."""
@@ -2618,6 +2673,12 @@ def _diagnose_cut_traceback(log: _Log, cut: _Traceback, marker: int) -> Diagnosi
         build = next(f for f in cut.frames if _JIT_BUILD_FRAME.search(f))
         failure_class, cause, advice = JIT_BUILD_FAILED, build, _JIT_SIGNATURE.advice
         summary = "Probably a kernel compiled at launch failed to build: the traceback, cut before its exception, runs through ninja."
+    elif (check := next((f for tb in log.tracebacks if tb.start >= cut.start and tb.exception is None
+                         for f in tb.frames if _PKG_VERSION_FRAME.search(f)), None)) is not None:
+        # (importlib.metadata's StopIteration above it is the package that is not installed, chained)
+        failure_class, cause, advice = IMPORT_FAILED, check, (LOCK_ADVICE,)
+        summary = ("Probably a package SGLang needs is missing or too old: the traceback, cut before its exception, "
+                   "runs through SGLang's start-up check of package versions.")
     elif _is_import_chain(cut.frames):
         failure_class, cause, advice = IMPORT_FAILED, cut.frames[-1], (LOCK_ADVICE,)
         summary = ("Probably the environment cannot import sglang: the traceback, cut before its "
@@ -2737,9 +2798,10 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
                                 r"|\bno (?:cuda|hip|rocm)\b(?: or \w+)?(?: (?:gpus?|devices?|runtime))? (?:is |was )?"
                                 r"(?:found|available|detected|visible)\b", re.IGNORECASE)),
     # not CUDA's own "invalid argument" (cudaErrorInvalidValue: "CUDA error: invalid argument", "CUresult
-    # error: 1 (invalid argument)"), which is a call inside the program, not the command line
-    (FLAGS_REFUSED, re.compile(r"(?<!\()(?<!CUDA error: )(?<!HIP error: )(?<!\[CUDA\]: )(?<!runtime error: )"
-                               r"\b(?:unrecognized|unknown|invalid) (?:argument|option|flag)s?\b", re.IGNORECASE)),
+    # error: 1 (invalid argument)"), which is a call inside the program, not the command line; nor the system's
+    # EINVAL ("[Errno 22] Invalid argument", glog's "...: Invalid argument [22]" from an RDMA registration)
+    (FLAGS_REFUSED, re.compile(r"(?<!\()(?<!CUDA error: )(?<!HIP error: )(?<!\[CUDA\]: )(?<!runtime error: )(?<!\] )"
+                               r"\b(?:unrecognized|unknown|invalid) (?:argument|option|flag)s?\b(?! \[\d+\])", re.IGNORECASE)),
     (IMPORT_FAILED, re.compile(r"\b(?:failed to import|cannot import|could not import|unable to import|"
                                r"no module named)\b", re.IGNORECASE)),
     (JIT_BUILD_FAILED, re.compile(r"\b(?:failed to (?:compile|build)|compil(?:e|ation) (?:failed|error)|"

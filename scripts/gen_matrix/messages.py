@@ -1,8 +1,8 @@
 """SGLang's own failure texts on the way to "ready", per release, into imgbuild/data/sglang_messages.json.
 
 For each sglang wheel in the wheel directory, the files that run before the server is ready
-(server args, device and distributed init, model config and loading, memory pools, CUDA graphs)
-are parsed with ast; every `raise X("...")` and `logger.error/critical/exception("...")` with a
+(server args and 0.5.19+'s arg_groups, device and distributed init, model config and loading, memory
+pools and the caches over them, the speculative workers, quantized layers, CUDA graphs) are parsed with ast; every `raise X("...")` and `logger.error/critical/exception("...")` with a
 literal or f-string message is kept, f-string holes written as `{...}`. A text is stored once with
 the releases that have it, so a wording's first and last release can be read off.
 
@@ -24,9 +24,10 @@ from .wheels import select_wheel, wheel_parts
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-# The start-up path, by what it does; paths inside sglang/srt/ (moved files are listed under both names).
+# The start-up path, by what it does; paths inside sglang/srt/ (moved files are listed under both names;
+# a path ending in "/" is every .py file under that directory, as 0.5.19+ split server_args.py into arg_groups/).
 STARTUP_FILES = {
-    "server-args": ("server_args.py",),
+    "server-args": ("server_args.py", "arg_groups/", "server_args_config_parser.py"),
     "device": ("utils.py", "utils/common.py"),
     "distributed": ("distributed/parallel_state.py", "distributed/device_communicators/pynccl_wrapper.py"),
     "model-config": ("configs/model_config.py", "models/registry.py", "hf_transformers_utils.py",
@@ -35,6 +36,10 @@ STARTUP_FILES = {
     "memory-pools": ("model_executor/model_runner_kv_cache_mixin.py", "model_executor/pool_configurator.py",
                      "mem_cache/memory_pool.py"),
     "cuda-graphs": ("model_executor/cuda_graph_runner.py",),
+    # checks past server_args that refuse a setting when the pools, the draft or a quantized layer are built
+    "caches": ("mem_cache/",),
+    "speculative": ("speculative/",),
+    "quantization": ("layers/quantization/",),
     "ports": ("utils/network.py",),
 }
 _LOG_CALLS = {"error", "critical", "exception", "fatal"}
@@ -73,16 +78,26 @@ def extract_messages(source: str) -> list[tuple[str, str]]:
     return found
 
 
+def _members(names: set[str], files: tuple[str, ...]) -> list[str]:
+    """The wheel's members for a step's paths: a file as named, a directory's .py files in order."""
+    found: list[str] = []
+    for rel in files:
+        member = f"sglang/srt/{rel}"
+        if rel.endswith("/"):
+            found += sorted(n for n in names if n.startswith(member) and n.endswith(".py"))
+        elif member in names:
+            found.append(member)
+    return found
+
+
 def read_release(wheel: Path) -> dict[tuple[str, str, str, str], None]:
     """(step, file, kind, text) keys of one wheel's start-up messages."""
     keys: dict[tuple[str, str, str, str], None] = {}
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         for step, files in STARTUP_FILES.items():
-            for rel in files:
-                member = f"sglang/srt/{rel}"
-                if member not in names:
-                    continue
+            for member in _members(names, files):
+                rel = member.removeprefix("sglang/srt/")
                 try:
                     messages = extract_messages(zf.read(member).decode("utf-8"))
                 except SyntaxError:
