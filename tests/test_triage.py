@@ -531,9 +531,17 @@ def test_triage_imports_no_adapter_library():
 # elided "..." line or a crash line below a line at the terminal width, EINVAL's "Invalid argument [22]" not
 # read as flags): 250 of 289 (the older 275 at 239). A blind second labelling of those 275 (two helpers, the
 # logs without their source lines, shown nothing of the classifier) agreed with the first on 269.
+# An eighth round (42 logs by four collectors, cut short when the session's search budget ran out: newer SGLang
+# threads, neighbouring engines, hardware stacks, forums; 33 tuned, 9 held out) read 16 of 33 and 5 of 9 as
+# first seen. The tuned misses were fixed from those logs alone (Triton's and XLA's out-of-memory texts, vLLM's
+# free-memory refusal cut across lines, a config without architectures, torch.compile's and vLLM's too-old-GPU
+# checks, flashinfer's "Unsupported architecture" and "Only SM 10.x" asserts, a missing config format, a missing
+# compiler, Go's "flag provided but not defined", a package a quantization needs, "No module named" without its
+# class, rocBLAS finding no device, Level Zero's IPC handle, ggml's "CUDA error:", a traceback through TVM's
+# nvcc): 255 of 298 (the older 289 still at 250).
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 250 of 289 (0.865); the target is 0.95
+HELDOUT_FLOOR = 0.85  # measured 255 of 298 (0.856); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

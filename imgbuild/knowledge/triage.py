@@ -339,6 +339,7 @@ CATALOG: tuple[Signature, ...] = (
             r"The memory capacity is unbalanced\. Some GPUs may be occupied by other processes",
             # vLLM's v1/worker/gpu_worker.py init_device: the utilization asks for more than is free
             r"on startup is less than desired GPU memory utilization",
+            r"Free memory on device \S+ \([\d./ ]+GiB\) on startup is less\b",  # the same, a paste's line cut
         ),
         "Less GPU memory is free than the launch asks for: another process holds memory on the GPUs.",
         (
@@ -372,6 +373,11 @@ CATALOG: tuple[Signature, ...] = (
             # workspace allocation (cublasCreate under a full GPU)
             r"CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|CUBLAS_STATUS_ALLOC_FAILED",
             r"NPU out of memory",  # torch_npu on Ascend, the same failure
+            # Triton's launcher on a failed allocation, also as asyncio quotes a task's exception
+            # ("exception=RuntimeError('Triton Error [CUDA]: out of memory')", LightLLM issue 171)
+            r"Triton Error \[CUDA\]: out of memory",
+            # XLA's allocator on a TPU (or any PJRT device) that cannot place a buffer (marin issue 2387)
+            r"RESOURCE_EXHAUSTED: Error allocating device buffer",
             # the body of torch's message (c10/cuda/CUDACachingAllocator.cpp), pasted without its first words
             r"GPU \d+ has a total capacity of [\d.]+ [GM]iB of which [\d.]+ [KMG]iB is free",
             r"RayTaskError\(OutOfMemoryError\)",  # a Ray task (an RL rollout) that hit it
@@ -395,6 +401,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Model architectures? .*(are|is) not supported",
             r"Unsupported architectures?: \w+",
             r"Model architectures .* failed to be inspected",
+            # vLLM's ModelConfig on a config.json without "architectures" (a TTS or diffusion checkpoint)
+            r"No model architectures are specified",
             # mlx-lm's utils.py _get_classes: no mlx_lm.models module for the config's model_type
             r"\bModel type \w+ not supported\.",
             # transformers too old for the checkpoint's model_type (configs/model_config.py says so itself)
@@ -478,6 +486,14 @@ CATALOG: tuple[Signature, ...] = (
         NO_KERNEL_IMAGE,
         _re(
             r"no kernel image is available for execution on the device",
+            # torch.compile's check before Triton compiles anything (torch/_inductor/scheduler.py)
+            r"too old to be supported by the triton GPU compiler",
+            # vLLM's platform check (0.2-0.3: worker.py) on GPUs older than Volta
+            r"GPUs with compute capability below \d\.\d are not supported",
+            # flashinfer's TRT-LLM kernels' runner (fmhaRunner.cuh) and DeepGEMM-style asserts on the SM
+            # ("Only SM 10.x and 11.x are supported", sglang issues 29562 and 25564)
+            r"\.cuh?:\d+: Unsupported architecture\b",
+            r"\bOnly SM \d+\.x(?: and \d+\.x)? (?:are|is) supported",
             r"cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU",
             # rocBLAS with no Tensile kernels for this GPU's gfx target
             r"rocBLAS error: Cannot read \S*TensileLibrary\S*: .{0,60}for GPU arch",
@@ -602,6 +618,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined",
             # NCCL's init (src/init.cc, ncclInvalidUsage): two ranks were given the same GPU
             r"Duplicate GPU detected : rank \d+ and rank \d+ both on CUDA device",
+            # Intel GPUs' Level Zero opening a peer's memory handle (oneCCL's IPC exchange, llm-scaler issue 398)
+            r"\bzeMemOpenIpcHandle\b.{0,40}\bZE_RESULT_ERROR_\w+",
         ),
         "NCCL, which links the GPUs for tensor parallelism, failed.",
         (
@@ -666,6 +684,8 @@ CATALOG: tuple[Signature, ...] = (
         MODEL_NOT_FOUND,
         _re(
             r"Repo id must be in the form",
+            # vLLM's get_config when the path or repo holds neither config.json nor params.json
+            r"Could not detect config format for no config file found",
             # transformers' message; a rich-rendered traceback wraps it after 'is not a'
             r"is not a local folder and is not a(?: valid model identifier|\s*$)",
             r"Incorrect path_or_model_id",
@@ -725,6 +745,8 @@ CATALOG: tuple[Signature, ...] = (
         JIT_BUILD_FAILED,
         _re(
             r"No such file or directory: 'ninja'",
+            # a JIT (TVM's, MLC's, a kernel library's) running a compiler the machine lacks
+            r"No such file or directory: '(?:nvcc|hipcc|gcc|g\+\+|cc|c\+\+|clang)'",
             r"Ninja is required to load C\+\+ extensions",
             r"ninja: build stopped",
             r"Ninja build failed",  # flashinfer's jit/cpp_ext.py run_ninja ("Ninja build failed. Ninja output: ...")
@@ -788,6 +810,8 @@ CATALOG: tuple[Signature, ...] = (
         FLAGS_REFUSED,
         _re(
             r"launch_server\.py: error: ",
+            # Go's flag package (a Kubernetes controller's, a router's command line)
+            r"^flag provided but not defined: -",
         # vLLM's _get_and_verify_max_len (config.py, config/model.py): --max-model-len past what the
         # config allows; the message is built in a variable, so scripts/gen_matrix/vllm_messages.py misses it
         r"User-specified max_model_len \(\d+\) is greater than the derived max_model_len",
@@ -920,6 +944,11 @@ _IMPORT = Signature(
         # a library's own check for an optional package (FastAPI's Form(): 'Form data requires
         # "python-multipart" to be installed.', sglang issue 949)
         r'\brequires "[\w.-]+" to be installed\b',
+        # a quantization method naming the package its kernels come from ("awq quantization requires some
+        # operators from vllm. Please install vllm by `pip install vllm==0.9.0.1`", sglang issue 7407)
+        r"\brequires? [^.]{0,100}\bfrom [\w-]+\. Please install [\w-]+",
+        # Python's ImportError text without its class, as an engine logs it (vLLM's "ERROR ... No module named 'x'")
+        r"^No module named '[\w.]+'",
         # model_loader/loader.py, quantization/*: an optional package a flag needs is not installed
         r"library not found\. Please install it",
         # vLLM's utils/deep_gemm.py when its FP8 kernels need a deep_gemm package that is missing or too old
@@ -957,6 +986,8 @@ _NO_GPU = Signature(
         r"No CUDA or HIP available on this system",  # Xinference's device_utils, launching a model on a GPU
         # GPUStack's worker found no detector that sees a GPU of the vendor it runs for (gpustack issue 3308)
         r"No GPU detectors available for \w+",
+        # rocBLAS finding no GPU at all (its Tensile host needs one)
+        r"Could not initialize Tensile host: No devices found",
         # TRL's GRPO trainer on a vllm_device ordinal the machine lacks (the same cause as an invalid ordinal)
         r"The requested device for vllm \(cuda:\d+\) is not available",
         r"No HIP GPUs are available",  # the same check (torch/cuda/__init__.py) in torch's ROCm build
@@ -1487,6 +1518,8 @@ _STATED_ERROR = re.compile(r"^(?:ERROR|Error|error): +(?!pip's dependency resolv
                            # encoding: The expanded size ...", sglang issue 273)
                            r"|^\w*(?:Error|Exception) in [\w .-]{1,60}: \S"
                            r"|^Server error: 5\d\d - "  # Xinference's client, the worker's error after it
+                           # ggml's CUDA backend (Ollama, llama.cpp) stating the CUDA error it stops on
+                           r"|^CUDA error: \w"
                            r"|\bpull access denied for \S|^nvidia-container-cli: [\w ]{1,40} error: ")
 _FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?\"?[Ff]ailed to [^:]{1,120}: (?:\w+: )?\w*(?:Error|Exception): "
                           # SGLang's disaggregation ("Prefill transfer failed for request ... with exception
@@ -1834,12 +1867,13 @@ def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
 _JIT_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == JIT_BUILD_FAILED)
 # the functions that run ninja for a kernel compiled at launch: torch/utils/cpp_extension.py
 # (_run_ninja_build, which flashinfer's older JIT and deepspeed use) and flashinfer/jit/cpp_ext.py
-# (run_ninja); a traceback through them is a build that failed, whatever its exception says
-_JIT_BUILD_FRAME = re.compile(r'", line \d+, in (?:_run_ninja_build|run_ninja)\b')
+# (run_ninja); a traceback through them is a build that failed, whatever its exception says; so is one through
+# TVM's nvcc driver (tvm/contrib/nvcc.py compile_cuda: MLC-LLM's and TVM-FFI's kernels, mlc-llm issue 3285)
+_JIT_BUILD_FRAME = re.compile(r'", line \d+, in (?:_run_ninja_build|run_ninja|compile_cuda)\b')
 
 
 def _in_jit_build(frames: Iterable[str]) -> bool:
-    return any("ninja" in f and _JIT_BUILD_FRAME.search(f) for f in frames)
+    return any(("ninja" in f or "nvcc.py" in f) and _JIT_BUILD_FRAME.search(f) for f in frames)
 
 
 _UNSUPPORTED_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == UNSUPPORTED_ARCHITECTURE)
