@@ -538,10 +538,13 @@ def test_triage_imports_no_adapter_library():
 # checks, flashinfer's "Unsupported architecture" and "Only SM 10.x" asserts, a missing config format, a missing
 # compiler, Go's "flag provided but not defined", a package a quantization needs, "No module named" without its
 # class, rocBLAS finding no device, Level Zero's IPC handle, ggml's "CUDA error:", a traceback through TVM's
-# nvcc): 255 of 298 (the older 289 still at 250).
+# nvcc): 255 of 298 (the older 289 still at 250). The words an unmatched error is read by were then widened
+# from the classes' definitions alone (RCCL, HCCL, gloo and a collective that failed; "requires a newer driver";
+# "unknown model type"; a checkpoint's config or tokenizer file missing; "undefined symbol", "X is not
+# installed", "please install X"; nvcc, ptxas, ninja failing): 256 of 298.
 TUNED = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 255 of 298 (0.856); the target is 0.95
+HELDOUT_FLOOR = 0.85  # measured 256 of 298 (0.859); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

@@ -2804,8 +2804,11 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
     # a device's memory: "runs out of memory" alone is also said of SGLang's request-slot pool
     (CUDA_OOM, re.compile(r"\b(?:cuda|gpu|device|hip|xpu|npu|vram)\b.{0,40}\bout of memory\b"
                           r"|\bout of (?:gpu|device|cuda|video) memory\b|\bOOM\b(?! ?kill)", re.IGNORECASE)),
-    (NCCL, re.compile(r"\bnccl\b", re.IGNORECASE)),
-    (DRIVER_TOO_OLD, re.compile(r"\bdriver\b.{0,60}\b(?:too old|insufficient|older than|update)", re.IGNORECASE)),
+    # a collective library (NCCL, ROCm's RCCL, Ascend's HCCL, torch's gloo) or a collective it ran
+    (NCCL, re.compile(r"\b(?:nccl|rccl|hccl|gloo)\b|\ball[_ -]?(?:reduce|gather)\b.{0,60}\b(?:fail|error|timed? ?out)"
+                      r"|\bcollective operation\b", re.IGNORECASE)),
+    (DRIVER_TOO_OLD, re.compile(r"\bdriver\b.{0,60}\b(?:too old|insufficient|older than|update)"
+                                r"|\b(?:requires?|needs?) (?:a )?newer (?:nvidia |cuda |gpu |display )?driver\b", re.IGNORECASE)),
     # a bind that failed, in a program's own words, is most often a port another process holds
     (PORT_IN_USE, re.compile(r"\bport\b.{0,60}\b(?:in use|occupied|already|taken)\b"
                              r"|\b(?:could not|cannot|can't|failed to|unable to) bind (?:to )?(?:the )?(?:address|port|socket)\b",
@@ -2820,10 +2823,15 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
                                  r"|\bmin(?:imum)? (?:compute )?capability\W{0,3}\d+.{0,60}\bcurrent (?:compute )?capability\b",
                                  re.IGNORECASE)),
     (UNSUPPORTED_ARCHITECTURE, re.compile(r"\b(?:architecture|model[ _]type)s?\b.{0,60}\bnot (?:yet )?"
-                                          r"(?:supported|recognized|registered)\b", re.IGNORECASE)),
+                                          r"(?:supported|recognized|registered)\b"
+                                          r"|\b(?:unrecognized|unknown|unsupported) model(?:[ _]type| architecture)?\b",
+                                          re.IGNORECASE)),
     # not a container image's repository ("pull access denied for x, repository does not exist"): the image
     (MODEL_NOT_FOUND, re.compile(r"^(?!.*\bpull access denied\b).*?\b(?:repo(?:sitory)?|model (?:path|id|directory))\b.{0,60}"
-                                 r"\b(?:not found|does not exist|doesn't exist)", re.IGNORECASE)),
+                                 r"\b(?:not found|does not exist|doesn't exist)"
+                                 # the checkpoint's own files missing where the model should be
+                                 r"|\b(?:config\.json|tokenizer(?:_config)?\.json|safetensors)\b.{0,60}\b(?:not found|no such file|"
+                                 r"does not (?:exist|appear)|missing)\b", re.IGNORECASE)),
     # a hub client's error chain while fetching the model ("initializing ngc repo from repo_id: ...",
     # "fetching file_map": NVIDIA NIM, nim-deploy issue 62); lower case, as such chains are written
     (MODEL_NOT_FOUND, re.compile(r"(?:fetching|downloading|initializing) (?:\w+ ){0,2}(?:repo|model|weights|file[ _]?map)\b")),
@@ -2837,9 +2845,13 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
     (FLAGS_REFUSED, re.compile(r"(?<!\()(?<!CUDA error: )(?<!HIP error: )(?<!\[CUDA\]: )(?<!runtime error: )(?<!\] )"
                                r"\b(?:unrecognized|unknown|invalid) (?:argument|option|flag)s?\b(?! \[\d+\])", re.IGNORECASE)),
     (IMPORT_FAILED, re.compile(r"\b(?:failed to import|cannot import|could not import|unable to import|"
-                               r"no module named)\b", re.IGNORECASE)),
+                               r"no module named|undefined symbol)\b"
+                               # a package the code needs, in its own words ("flashinfer is not installed")
+                               r"|\b[\w.-]+ (?:is|are) not installed\b|\bplease install [\w.-]+", re.IGNORECASE)),
     (JIT_BUILD_FAILED, re.compile(r"\b(?:failed to (?:compile|build)|compil(?:e|ation) (?:failed|error)|"
-                                  r"build (?:failed|error))\b", re.IGNORECASE)),
+                                  r"build (?:failed|error))\b"
+                                  # the compilers a JIT runs, failing
+                                  r"|\b(?:nvcc|ptxas|ninja|hipcc)\b.{0,60}\b(?:error|fatal|failed)\b", re.IGNORECASE)),
     (NOT_ENOUGH_MEMORY, re.compile(r"\b(?:kv[ _-]?cache|cache (?:blocks?|budget)|memory pool)\b.{0,60}"
                                    r"\b(?:not enough|insufficient|no available|too small)\b", re.IGNORECASE)),
 )
