@@ -378,6 +378,9 @@ CATALOG: tuple[Signature, ...] = (
             r"Triton Error \[CUDA\]: out of memory",
             # XLA's allocator on a TPU (or any PJRT device) that cannot place a buffer (marin issue 2387)
             r"RESOURCE_EXHAUSTED: Error allocating device buffer",
+            r"\bRan out of memory in memory space \w+",  # XLA compiling for a TPU (vllm issue 19490)
+            # AWS Neuron's runtime (NRT) on a device allocation that failed (vllm issue 12443, Inferentia/Trainium)
+            r"\bFailed to alloc DEVICE memory\b|\bnrt_tensor_allocate status=\d+ message=\"Allocation Failure\"",
             # the body of torch's message (c10/cuda/CUDACachingAllocator.cpp), pasted without its first words
             r"GPU \d+ has a total capacity of [\d.]+ [GM]iB of which [\d.]+ [KMG]iB is free",
             r"RayTaskError\(OutOfMemoryError\)",  # a Ray task (an RL rollout) that hit it
@@ -488,6 +491,8 @@ CATALOG: tuple[Signature, ...] = (
             r"no kernel image is available for execution on the device",
             # torch.compile's check before Triton compiles anything (torch/_inductor/scheduler.py)
             r"too old to be supported by the triton GPU compiler",
+            # Triton's MMA lowering on a GPU it has no MMA version for (sm_120 before Triton 3.3, vllm issue 20712)
+            r'Assertion `false && "computeCapability not supported"\' failed',
             # vLLM's platform check (0.2-0.3: worker.py) on GPUs older than Volta
             r"GPUs with compute capability below \d\.\d are not supported",
             # flashinfer's TRT-LLM kernels' runner (fmhaRunner.cuh) and DeepGEMM-style asserts on the SM
@@ -578,7 +583,9 @@ CATALOG: tuple[Signature, ...] = (
             r"failure detected by watchdog at work sequence id",
             # torch < 2.2's ProcessGroupNCCL.cpp: the watchdog thread ended by a CUDA error of the
             # communicator's stream ("NCCL watchdog thread terminated with exception: CUDA error: ...")
-            r"NCCL watchdog thread terminated with exception",
+            # (not a kernel's own fault the watchdog only surfaces: an illegal memory access, a device-side assert)
+            r"NCCL watchdog thread terminated with exception(?!: CUDA error: (?:an illegal memory access|"
+            r"device-side assert|unspecified launch failure))",
             r"Some NCCL operations have failed or timed out",
             r"Failed to load NCCL library from",  # pynccl_wrapper.py logs it before failing
             # torch raises DistBackendError from C10D_NCCL_CHECK (pytorch PR 88134)
@@ -616,6 +623,8 @@ CATALOG: tuple[Signature, ...] = (
             # c10d's TCPStore on the master rank: the other ranks never joined the rendezvous
             # (torch/csrc/distributed/c10d/TCPStore.cpp, raised as torch.distributed.DistStoreError)
             r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined",
+            # the same store on the other ranks: a key the others never set (sglang issue 3398, two nodes)
+            r"DistStoreError: wait timeout after \d+ ?ms",
             # NCCL's init (src/init.cc, ncclInvalidUsage): two ranks were given the same GPU
             r"Duplicate GPU detected : rank \d+ and rank \d+ both on CUDA device",
             # Intel GPUs' Level Zero opening a peer's memory handle (oneCCL's IPC exchange, llm-scaler issue 398)
@@ -686,6 +695,7 @@ CATALOG: tuple[Signature, ...] = (
             r"Repo id must be in the form",
             # vLLM's get_config when the path or repo holds neither config.json nor params.json
             r"Could not detect config format for no config file found",
+            r"No supported config format found in \S+",  # the same check, vLLM 0.7-0.8
             # transformers' message; a rich-rendered traceback wraps it after 'is not a'
             r"is not a local folder and is not a(?: valid model identifier|\s*$)",
             r"Incorrect path_or_model_id",
@@ -720,6 +730,10 @@ CATALOG: tuple[Signature, ...] = (
             r"Can't find config file in",
             r"Cannot find adapter config file in",
             r"LocalEntryNotFoundError|couldn't connect to 'https://huggingface\.co'",
+            # huggingface_hub with HF_HUB_OFFLINE=1 asked for a file it has not cached (sglang issue 5386), and
+            # the Hub refusing a download with a client error (a 416 on a resumed LFS file, vllm issue 7032)
+            r"\bOfflineModeIsEnabled: ",
+            r"\bHfHubHTTPError: 4\d\d Client Error",
             # requests/urllib3 that cannot reach the Hub or its mirror (no network, a proxy's certificate)
             r"HTTPSConnectionPool\(host='(?:huggingface\.co|hf-mirror\.com|[\w.-]+\.hf\.co)', port=443\): Max retries exceeded",
             r"\bCould not download model artifacts\b",  # text-embeddings-inference's router (download.rs)
@@ -747,6 +761,14 @@ CATALOG: tuple[Signature, ...] = (
             r"No such file or directory: 'ninja'",
             # a JIT (TVM's, MLC's, a kernel library's) running a compiler the machine lacks
             r"No such file or directory: '(?:nvcc|hipcc|gcc|g\+\+|cc|c\+\+|clang)'",
+            # pip building a package from source for the environment (its kernels: xformers, mamba-ssm,
+            # flash-attn, vLLM itself), the same compilers failing before anything is imported
+            r"\bFailed building wheel for [\w.-]+",
+            r"\bFailed to build installable wheels for some pyproject\.toml based projects",
+            # a JIT's build left no library where torch.utils.cpp_extension puts it (xgrammar, vllm issue 15073)
+            r"torch_extensions/\S+\.so: cannot open shared object file",
+            # the same build asked for nvcc and found none ("mamba_ssm was requested, but nvcc was not found")
+            r"\bbut nvcc was not found\b",
             r"Ninja is required to load C\+\+ extensions",
             r"ninja: build stopped",
             r"Ninja build failed",  # flashinfer's jit/cpp_ext.py run_ninja ("Ninja build failed. Ninja output: ...")
@@ -782,7 +804,7 @@ CATALOG: tuple[Signature, ...] = (
             r"^:?/\S+/bin/nvcc --?\w",
             # Triton's compiler (its MLIR passes) aborting on a kernel as it compiles it at first use
             # (LightLLM issue 156: a Triton release the kernels were not written for)
-            r"mlir::triton::\w+.{0,400}Assertion `",
+            r"mlir::triton::\w+.{0,400}Assertion `(?!false && \"computeCapability not supported\")",
             # Triton's front end refusing a kernel's source, and its MLIR pipeline failing on it
             # (triton/compiler/errors.py, triton/compiler/compiler.py)
             r"triton\.compiler\.errors\.\w*CompilationError",  # also Triton-Ascend's MLIRCompilationError
@@ -812,6 +834,8 @@ CATALOG: tuple[Signature, ...] = (
             r"launch_server\.py: error: ",
             # Go's flag package (a Kubernetes controller's, a router's command line)
             r"^flag provided but not defined: -",
+            # vLLM's LoRA check of the model class (lora/models.py, worker's model runner)
+            r"does not support LoRA, but LoRA is enabled",
         # vLLM's _get_and_verify_max_len (config.py, config/model.py): --max-model-len past what the
         # config allows; the message is built in a variable, so scripts/gen_matrix/vllm_messages.py misses it
         r"User-specified max_model_len \(\d+\) is greater than the derived max_model_len",
@@ -1256,7 +1280,11 @@ _CUSTOM_ALLREDUCE_FAILED = Signature(
     # CUDACHECK in custom_all_reduce.cuh names its own source line under the CUDA error it raises
     # ("RuntimeError: invalid argument" then "/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:350" while
     # CUDA graphs register the IPC buffers, sglang issue 11957)
-    _re(r"^\S*/custom_all_reduce\.cuh:\d+\s*$", r"Cuda error \S*custom_all_reduce\.cuh:\d+ '"),
+    _re(r"^\S*/custom_all_reduce\.cuh:\d+\s*$", r"Cuda error \S*custom_all_reduce\.cuh:\d+ '",
+        # its utils (custom_all_reduce_utils.py, vLLM's and SGLang's) finding no CUDA runtime to test
+        # P2P with (a ROCm build, sglang issue 3890), or the P2P test itself failing (vllm issue 8735)
+        r"libcudart is not loaded in the current process",
+        r"Error happened when batch testing peer-to-peer access from"),
     "A CUDA call of the custom all-reduce kernel failed (its IPC buffers between the GPUs' processes).",
     (
         "Launch with --disable-custom-all-reduce: tensor parallelism then goes through NCCL.",
@@ -1439,6 +1467,10 @@ _CHILD_REPORT = re.compile(
     r"|\bUnsloth: vllm_process failed to load!"
     # vLLM's v1 client once its engine process died (EngineDeadError), as a server in front of it reports it
     r"|EngineCore encountered an issue\. See stack trace \(above\) for the root cause"
+    # vLLM's V0 clients on the engine process or loop that died (multiprocessing/client.py, async_llm_engine.py)
+    r"|\bEngine process \(pid \d+\) died\b|\bEngine loop is not running\b|\bBackground loop is (?:stopped|not running)\b"
+    # vLLM's RemoteOpenAIServer (tests/utils.py) on a server that exited while it waited for health
+    r"|\bServer exited unexpectedly\b"
 )
 # a server's own line that loading the model failed, with no exception of its own (llama.cpp's
 # loaders, LocalAI): a failure without a traceback
@@ -1470,8 +1502,10 @@ _PREFIX = re.compile(
     r"|\[(?=[^\]]{0,200}\])[^\]]*\d{2}:\d{2}:\d{2}[^\]]*\]\s*"
     r"|\d{4}-\d{2}-\d{2} [\d:,.]+ - [\w.]+ - [A-Z]+ - "  # logging's default: "time - name - LEVEL - "
     # 2025-07-02 16:41:31 | ERROR | x |, docker --timestamps, CloudWatch's "2023-12-15T20:06:10.216+01:00\t"
+    # FastChat's "time | LEVEL | stream | " (its third field too)
+    r"|\d{4}-\d{2}-\d{2} [\d:,.]+ \| (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \| [\w.-]{1,40} \| ?"
     r"|\d{4}-\d{2}-\d{2}[ T][\d:,.]+(?:Z|[+-]\d{2}:?\d{2})?\s*(?:\|[^|]*\|\s*)*"
-    r"|\(\w+ pid=\d+(?:, ip=[\w.-]+)?\)\s*"  # Ray workers: "(WorkerDict pid=616, ip=...)"
+    r"|\(\w+(?: rank=\d+)? pid=\d+(?:, ip=[\w.-]+)?\)\s*"  # Ray workers: "(WorkerDict pid=616, ip=...)", vLLM's "(VllmWorker rank=2 pid=267)"
     r"|\[rank\d+\]:\s?"  # torch.distributed's per-rank prefix
     r"|[\w.-]+-\d+\s+\|\s"  # docker compose: "sglang-1  | "
     r"|[\w.-]+\s{2,}\|\s"  # docker compose with container_name: "scalellm    | "
@@ -1482,6 +1516,9 @@ _PREFIX = re.compile(
     r"|\w{3} \w{3} +\d+ [\d:]+ \d{4}\[\d+,\d+\]<std(?:out|err)>:"  # mpirun --tag-output
     r"|[\u2502\u2503]\s*"  # a terminal pane's frame (k9s, lazydocker): "│ ERROR ... │"
     r"|>(?: ?>)* ?"  # a Markdown quote, as a reply quotes a log ("> [time] KeyError: ...", "> > ...")
+    r"|\.{3}\s+(?=\S)"  # a paste's elision before the line it kept ("... AssertionError: ...")
+    r"|[\w.-]+\.(?:cc|cpp|py):\d+\]\s"  # a glog record cut before its file ('pb_stub.cc:366] "Failed to ...')
+    r"|E {3,}(?=\S)"  # pytest's report of the failing line's exception ("E       RuntimeError: CUDA error: ...")
     # glog (Triton server): "E1115 02:58:51.162611 1 x.cc:634] "; torch's logging writes the same with a
     # path and a compile id: "W1112 00:26:33.338000 39792 torch/_inductor/codecache.py:604] [0/0] "
     rf"|{_GLOG}\s*(?:\[[\d/]+\]\s*)?)"
@@ -1520,6 +1557,9 @@ _STATED_ERROR = re.compile(r"^(?:ERROR|Error|error): +(?!pip's dependency resolv
                            r"|^Server error: 5\d\d - "  # Xinference's client, the worker's error after it
                            # ggml's CUDA backend (Ollama, llama.cpp) stating the CUDA error it stops on
                            r"|^CUDA error: \w"
+                           # a logger's "LEVEL - message" without its time (sglang_router's launcher), and
+                           # pytest's summary of a test that failed on an exception
+                           r"|^ERROR - \S|^FAILED \S+::\S+ - \w*(?:Error|Exception)\b"
                            r"|\bpull access denied for \S|^nvidia-container-cli: [\w ]{1,40} error: ")
 _FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?\"?[Ff]ailed to [^:]{1,120}: (?:\w+: )?\w*(?:Error|Exception): "
                           # SGLang's disaggregation ("Prefill transfer failed for request ... with exception
@@ -1536,6 +1576,8 @@ _CRASH = re.compile(r"\b[Ss]egmentation fault"  # (two ranks' reports interleave
                     # SIGBUS as the shell reports it: in a container, most often a /dev/shm too small for
                     # the shared memory torch's and NCCL's processes map (docker's 64 MiB default)
                     r"|\bBus error(?:\s+\(core dumped\)|\s*$)"
+                    # SIGABRT as faulthandler reports it (a double free in a native library, vllm issue 15687)
+                    r"|\bFatal Python error: Aborted\b"
                     # a Rust launcher's or router's panic (TGI's launcher and router, sgl-router)
                     r"|\bthread '[^']{1,80}' panicked at\b"
                     # a C++ exception nothing caught (std::terminate's report), a C++ engine's failed check
@@ -1545,6 +1587,7 @@ _CRASH = re.compile(r"\b[Ss]egmentation fault"  # (two ranks' reports interleave
                     # a CUDA kernel's device-side assert, as the runtime prints it per thread ("IndexKernel.cu:92:
                     # operator(): block: [1193,0,0], thread: [124,0,0] Assertion `...` failed.", sglang issue 1279)
                     r"|\bthread: \[\d+,\d+,\d+\] Assertion `.{0,400}` failed\."
+                    r"|\bDevice-side assertion `.{0,400}' failed\."  # the same in torch's HIP build
                     # ROCm's HSA runtime on a kernel's bad memory access (it aborts the process)
                     r"|^Memory access fault by GPU node-\d+ \(Agent handle: "
                     # gdb on a core dump
@@ -1852,10 +1895,12 @@ def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
         return _NO_KERNEL_SIGNATURE
     if sig is None and text.startswith("AssertionError") and _failing_line_is(msgs, tb.exception, _GPU_PRESENT_ASSERT):
         return _NO_GPU
+    if sig is None and text.strip() == "AssertionError" and _failing_line_is(msgs, tb.exception, _TP_DIVIDES_ASSERT):
+        return _FLAGS_SIGNATURE
     if sig is None and "got an unexpected keyword argument" in text \
             and _failing_line_is(msgs, tb.exception, _ARGS_FROM_OPTIONS):
         return _FLAGS_SIGNATURE
-    if sig is None and _in_jit_build(tb.frames):
+    if sig is None and (_in_jit_build(tb.frames) or any(_PACKAGE_BUILD_FRAME.search(f) for f in tb.frames)):
         return _JIT_SIGNATURE
     if sig is None and _is_import_chain(tb.frames):
         return _IMPORT
@@ -1870,6 +1915,11 @@ _JIT_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == JIT_BUILD_F
 # (run_ninja); a traceback through them is a build that failed, whatever its exception says; so is one through
 # TVM's nvcc driver (tvm/contrib/nvcc.py compile_cuda: MLC-LLM's and TVM-FFI's kernels, mlc-llm issue 3285)
 _JIT_BUILD_FRAME = re.compile(r'", line \d+, in (?:_run_ninja_build|run_ninja|compile_cuda)\b')
+
+
+# pip building a package from source (its isolated build environment, setuptools' PEP 517 hooks): an
+# exception there is the build failing, not an import (vllm issues 11191, 16920)
+_PACKAGE_BUILD_FRAME = re.compile(r'File "[^"]*(?:/pip-build-env-|/pyproject_hooks/_in_process/|/setuptools/build_meta\.py")')
 
 
 def _in_jit_build(frames: Iterable[str]) -> bool:
@@ -1888,6 +1938,9 @@ _CAPABILITY_ASSERT = re.compile(
 # ... or that torch sees a GPU at all (Megatron's initialize.py: "assert torch.cuda.is_available(), 'Megatron
 # requires CUDA.'"), whatever message the assert carries
 _GPU_PRESENT_ASSERT = re.compile(r"^\s*assert\b.*\btorch\.cuda\.(?:is_available|device_count)\(\)")
+# ... or that the tensor-parallel size divides a model dimension ("assert self.total_num_kv_heads % tp_size == 0",
+# vLLM's attention layers; vllm issue 4953): the --tensor-parallel-size the launch asked for
+_TP_DIVIDES_ASSERT = re.compile(r"^\s*assert\b.*%\s*(?:self\.)?(?:tp_size|tensor_parallel_size|tp_world_size)\b")
 
 
 # ... or that builds an engine's argument class from a dict of options (LLaMA-Factory's
@@ -2493,8 +2546,19 @@ def _diagnose_child_failure(log: _Log, sigquit: int) -> Diagnosis:
     lines, msgs = log.lines, log.msgs
     above = [tb for tb in log.tracebacks if tb.start < sigquit]
     extra = (sigquit,)
+    if not above:
+        # the child's traceback printed just after the parent's sigquit line (sglang issue 5212); not a -9 there,
+        # which is the parent's sigquit handler killing its process tree (sglang issue 12421)
+        below = next((t for t in log.tracebacks if sigquit < t.start <= sigquit + 3 and t.exception is not None), None)
+        if below is not None and (sig := _classify(msgs, below)) is not None and sig.failure_class != KILLED:
+            d = _diagnose_at(log, below.exception, sig, below.frames, via=CHILD_FAILED, extra_evidence=extra)
+            return _refine_architecture(log, d, below.exception)
     for tb in above[:1]:
         if tb.exception is None:
+            # its exception printed below the sigquit line, the ranks' output interleaved (sglang issue 3398)
+            below = next((t for t in log.tracebacks if sigquit < t.start and t.exception is not None), None)
+            if below is not None and (sig := _classify(msgs, below)) is not None and sig.fatal:
+                return _diagnose_at(log, below.exception, sig, below.frames, via=CHILD_FAILED, extra_evidence=extra)
             break
         sig = _classify(msgs, tb)
         if sig is not None:
@@ -2561,6 +2625,10 @@ def _import_handled(log: _Log, exception: int) -> Diagnosis | None:
     return None
 
 
+# a record a logger wrote at WARNING level (vLLM's "WARNING 08-29 11:56:16 x.py:17] ", Python's "UserWarning: ")
+_WARNING_RECORD = re.compile(r"(?:^|[\s)\]|:])WARNING \d\d-\d\d [\d:]+ |\b\w*Warning: ")
+
+
 def _diagnose_first_signature_line(log: _Log) -> Diagnosis | None:
     """The first line anywhere matching a signature; a fatal one beats a warning."""
     end = len(log.msgs)
@@ -2568,6 +2636,11 @@ def _diagnose_first_signature_line(log: _Log) -> Diagnosis | None:
     if hit is None:
         return None
     i, sig = hit
+    if sig.failure_class in (IMPORT_FAILED, NO_GPU_VISIBLE) and _WARNING_RECORD.search(log.lines[i]) \
+            and any(tb.exception is not None and tb.exception > i for tb in log.tracebacks):
+        # a warning the program went on after (vLLM's "Failed to import from vllm._C" on a platform without it):
+        # an exception no signature knows, raised later, is the failure (vllm issues 8736, 7993)
+        return None
     # a process killed before that line: what failed after it is its consequence (a step that then
     # finds no checkpoint, a peer that lost its rank)
     return _killed_before(log, i) or _refine_architecture(
@@ -2619,12 +2692,22 @@ def _killed_before(log: _Log, index: int) -> Diagnosis | None:
     return None if killed is None else _diagnose_at(log, killed, _KILLED, (), via=None)
 
 
+# what a process raises on finding its peer gone (vLLM's EngineDeadError is its own report of that)
+_PEER_GONE = re.compile(r"^(?:[\w.]+\.)?(?:EOFError|BrokenPipeError|ConnectionResetError|ConnectionRefusedError|"
+                        r"KeyboardInterrupt|(?:Async)?EngineDeadError)\b")
+
+
 def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
     """A failure nothing above explains: a launcher's report that a child died, else the class
     the error's own words name, else unknown with the root error as the cause."""
     lines, msgs = log.lines, log.msgs
     report = next((i for i in log.scanned() if _CHILD_REPORT.search(msgs[i])), None)
     killed = next((k for k in log.scanned() if _KILLED.matches(msgs[k])), None)
+    # a process that crashed inside the communicator (faulthandler's stack ends in pynccl): that crash, not
+    # the launcher's report or the SIGKILL of the teardown after it (vllm issue 17770, a Ray worker)
+    crash = next((k for k in log.scanned() if _CRASH.search(msgs[k])), None)
+    if crash is not None and (frame := _crashed_in_communicator(log, crash)) is not None:
+        return _diagnose_at(log, crash, _NCCL_SIGNATURE, (), via=None, extra_evidence=(frame,))
     if report is not None and killed is not None:
         # the launcher's report that a child died and how it died: by SIGKILL (torchrun's
         # "exitcode : -9" under its ChildFailedError, apple/ml-recurrent-drafter issue 5)
@@ -2648,6 +2731,21 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
         # own there is the child's error (verl issue 472: "logging.cc: Unhandled exception: ... what():
         # thread: Resource temporarily unavailable" below "The actor is dead")
         return _unmatched_child_exception(log, own, report)
+    # the child's own exception above the launcher's report (vLLM's engine logs it at ERROR before "Engine
+    # process failed to start"; SGLang's scheduler traceback before "Rank 0 scheduler is dead"): the cause,
+    # though no signature knows it; a broken pipe, an EOF or a dead engine there is only a peer noticing
+    # (or the traceback the report itself opens: vLLM's "EngineCore failed to start." then its traceback; or a
+    # native crash of the child's, a device-side assert or a bus error, above the report)
+    own_tb = None if report is None else next(
+        (tb.exception for tb in log.tracebacks if report <= tb.start <= report + 2 and tb.exception is not None), None)
+    above = own_tb if report is None or own_tb is not None else next(
+        (k for k in log.hot_in(0, report, scan=True)
+         if (_EXCEPTION.match(msgs[k].strip()) and not _PEER_GONE.match(msgs[k].strip())) or _CRASH.search(msgs[k])), None)
+    if above is not None:
+        cause = _exception_text(msgs, above)
+        if (refusal := _config_refusal(cause)) is not None:
+            return _diagnose_at(log, above, refusal, (), via=CHILD_FAILED, extra_evidence=(report,))
+        return _infer_from_words(log, above, cause) or _unmatched_child_exception(log, above, report)
     if report is not None:
         return Diagnosis(
             failure_class=CHILD_FAILED,
@@ -2659,8 +2757,6 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
             via=CHILD_FAILED,
             ready=log.ready,
         )
-    if _CRASH.search(msgs[marker]) and (frame := _crashed_in_communicator(log, marker)) is not None:
-        return _diagnose_at(log, marker, _NCCL_SIGNATURE, (), via=None, extra_evidence=(frame,))
     exc = next((tb.exception for tb in log.tracebacks if tb.exception is not None), None)
     at = exc if exc is not None else marker
     cause = _exception_text(msgs, at) if exc is not None else msgs[at].strip()
@@ -2668,6 +2764,20 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
         return _diagnose_at(log, at, refusal, (), via=None)
     if "got an unexpected keyword argument" in cause and _failing_line_is(msgs, at, _ARGS_FROM_OPTIONS):
         return _diagnose_at(log, at, _FLAGS_SIGNATURE, (), via=None)  # (a traceback's tail, without its header)
+    if exc is not None and _PEER_GONE.match(cause) and not any(
+            tb.exception is not None and not _PEER_GONE.match(_exception_text(msgs, tb.exception)) for tb in log.tracebacks):
+        # the launcher's read of a pipe or socket to a child that went away (SGLang's scheduler pipe, 0.1's
+        # rpyc link to its TP workers: "EOFError: connection closed by peer"), with nothing of the child's own
+        return Diagnosis(
+            failure_class=CHILD_FAILED,
+            cause=cause,
+            advice=CHILD_REPORT_ADVICE,
+            evidence=(lines[at],),
+            summary="A child process died: the launcher found the pipe to it closed; its own error is not in the log.",
+            line_number=at + 1,
+            via=CHILD_FAILED,
+            ready=log.ready,
+        )
     return _infer_from_words(log, at, cause) or Diagnosis(
         failure_class=UNKNOWN,
         cause=cause,
@@ -2835,7 +2945,11 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
     # a hub client's error chain while fetching the model ("initializing ngc repo from repo_id: ...",
     # "fetching file_map": NVIDIA NIM, nim-deploy issue 62); lower case, as such chains are written
     (MODEL_NOT_FOUND, re.compile(r"(?:fetching|downloading|initializing) (?:\w+ ){0,2}(?:repo|model|weights|file[ _]?map)\b")),
-    (NO_GPU_VISIBLE, re.compile(r"\bno (?:cuda |nvidia )?(?:gpus?|devices?)\b.{0,30}\b(?:found|available|detected|visible)\b"
+    (NO_GPU_VISIBLE, re.compile(r"\bno (?:cuda |nvidia )?(?:gpus?|tpus?|devices?|accelerators?)\b.{0,30}\b(?:found|available|detected|visible|allocated?)\b"
+                                # Ray's placement finding fewer accelerators than asked for ("The number of
+                                # required TPUs exceeds the total number of available TPUs", "has no TPU available")
+                                r"|\brequired (?:gpus|tpus) exceeds\b|\bhas no (?:gpu|tpu)s? available\b"
+                                r"|\bdoes not allocate any (?:gpus|tpus)\b"
                                 # "No CUDA or HIP available on this system", "no ROCm device found"
                                 r"|\bno (?:cuda|hip|rocm)\b(?: or \w+)?(?: (?:gpus?|devices?|runtime))? (?:is |was )?"
                                 r"(?:found|available|detected|visible)\b", re.IGNORECASE)),
@@ -2843,6 +2957,7 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
     # error: 1 (invalid argument)"), which is a call inside the program, not the command line; nor the system's
     # EINVAL ("[Errno 22] Invalid argument", glog's "...: Invalid argument [22]" from an RDMA registration)
     (FLAGS_REFUSED, re.compile(r"(?<!\()(?<!CUDA error: )(?<!HIP error: )(?<!\[CUDA\]: )(?<!runtime error: )(?<!\] )"
+                               r"(?<!Messsage: )(?<!Message: )"  # Triton's "Triton Error [HIP]: Code: 1, Messsage: invalid argument"
                                r"\b(?:unrecognized|unknown|invalid) (?:argument|option|flag)s?\b(?! \[\d+\])", re.IGNORECASE)),
     (IMPORT_FAILED, re.compile(r"\b(?:failed to import|cannot import|could not import|unable to import|"
                                r"no module named|undefined symbol)\b"
