@@ -2014,6 +2014,9 @@ def _tracebacks(msgs: _Messages, hot: list[int]) -> list[_Traceback]:
     return found
 
 
+_C10_RECORD = re.compile(r"\[[IWEF]\d{3,4} \d\d:\d\d:\d\d\.\d+ [\w.]+:\d+\]")
+
+
 def _exception_text(msgs: _Messages, index: int) -> str:
     """The exception line plus its continuation lines (driver messages span several)."""
     parts = [msgs[index].strip()]
@@ -2028,6 +2031,8 @@ def _exception_text(msgs: _Messages, index: int) -> str:
         if _PREFIX.match(msgs[k]) and msgs[k] != nxt:  # a new log record
             break
         if _GLOG_RECORD.match(msgs.line(k)):  # a new glog record (Triton's "W0303 09:57:36.731 125 x.cc:221] ")
+            break
+        if _C10_RECORD.search(msgs.line(k)):  # c10's own record under a rank's prefix ("[rank0]:[W307 09:43:03.19 x.cpp:1250]")
             break
         parts.append(nxt)
     return " ".join(parts)
