@@ -2752,16 +2752,8 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
             return _diagnose_at(log, above, refusal, (), via=CHILD_FAILED, extra_evidence=(report,))
         return _infer_from_words(log, above, cause) or _unmatched_child_exception(log, above, report)
     if report is not None:
-        return Diagnosis(
-            failure_class=CHILD_FAILED,
-            cause=msgs[report].strip(),
-            advice=CHILD_REPORT_ADVICE,
-            evidence=(lines[report],),
-            summary="A child process died and its launcher reported only that; its own error is not in the log.",
-            line_number=report + 1,
-            via=CHILD_FAILED,
-            ready=log.ready,
-        )
+        return _child_died(log, report, msgs[report].strip(),
+                           "A child process died and its launcher reported only that; its own error is not in the log.")
     exc = next((tb.exception for tb in log.tracebacks if tb.exception is not None), None)
     at = exc if exc is not None else marker
     cause = _exception_text(msgs, at) if exc is not None else msgs[at].strip()
@@ -2773,16 +2765,8 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
             tb.exception is not None and not _PEER_GONE.match(_exception_text(msgs, tb.exception)) for tb in log.tracebacks):
         # the launcher's read of a pipe or socket to a child that went away (SGLang's scheduler pipe, 0.1's
         # rpyc link to its TP workers: "EOFError: connection closed by peer"), with nothing of the child's own
-        return Diagnosis(
-            failure_class=CHILD_FAILED,
-            cause=cause,
-            advice=CHILD_REPORT_ADVICE,
-            evidence=(lines[at],),
-            summary="A child process died: the launcher found the pipe to it closed; its own error is not in the log.",
-            line_number=at + 1,
-            via=CHILD_FAILED,
-            ready=log.ready,
-        )
+        return _child_died(log, at, cause,
+                           "A child process died: the launcher found the pipe to it closed; its own error is not in the log.")
     return _infer_from_words(log, at, cause) or Diagnosis(
         failure_class=UNKNOWN,
         cause=cause,
@@ -2792,6 +2776,12 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
         line_number=at + 1,
         ready=log.ready,
     )
+
+
+def _child_died(log: _Log, at: int, cause: str, summary: str) -> Diagnosis:
+    """child-failed, read at line ``at``: a child died and the log holds no error of its own."""
+    return Diagnosis(failure_class=CHILD_FAILED, cause=cause, advice=CHILD_REPORT_ADVICE, evidence=(log.lines[at],),
+                     summary=summary, line_number=at + 1, via=CHILD_FAILED, ready=log.ready)
 
 
 _NCCL_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == NCCL)
