@@ -2729,31 +2729,8 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
             line_number=marker + 1,
             ready=log.ready,
         )
-    own = None if report is None else next(
-        (k for k in log.hot_in(report + 1, len(lines), scan=True) if _CRASH.search(msgs[k])), None)
-    if own is not None:
-        # Ray prints a worker's own output after the driver's report that it died: a crash of its
-        # own there is the child's error (verl issue 472: "logging.cc: Unhandled exception: ... what():
-        # thread: Resource temporarily unavailable" below "The actor is dead")
-        return _unmatched_child_exception(log, own, report)
-    # the child's own exception above the launcher's report (vLLM's engine logs it at ERROR before "Engine
-    # process failed to start"; SGLang's scheduler traceback before "Rank 0 scheduler is dead"): the cause,
-    # though no signature knows it; a broken pipe, an EOF or a dead engine there is only a peer noticing
-    # (or the traceback the report itself opens: vLLM's "EngineCore failed to start." then its traceback; or a
-    # native crash of the child's, a device-side assert or a bus error, above the report)
-    own_tb = None if report is None else next(
-        (tb.exception for tb in log.tracebacks if report <= tb.start <= report + 2 and tb.exception is not None), None)
-    above = own_tb if report is None or own_tb is not None else next(
-        (k for k in log.hot_in(0, report, scan=True)
-         if (_EXCEPTION.match(msgs[k].strip()) and not _PEER_GONE.match(msgs[k].strip())) or _CRASH.search(msgs[k])), None)
-    if above is not None:
-        cause = _exception_text(msgs, above)
-        if (refusal := _config_refusal(cause)) is not None:
-            return _diagnose_at(log, above, refusal, (), via=CHILD_FAILED, extra_evidence=(report,))
-        return _infer_from_words(log, above, cause) or _unmatched_child_exception(log, above, report)
     if report is not None:
-        return _child_died(log, report, msgs[report].strip(),
-                           "A child process died and its launcher reported only that; its own error is not in the log.")
+        return _diagnose_child_report(log, report)
     exc = next((tb.exception for tb in log.tracebacks if tb.exception is not None), None)
     at = exc if exc is not None else marker
     cause = _exception_text(msgs, at) if exc is not None else msgs[at].strip()
@@ -2776,6 +2753,35 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
         line_number=at + 1,
         ready=log.ready,
     )
+
+
+def _diagnose_child_report(log: _Log, report: int) -> Diagnosis:
+    """A launcher's report that a child died (at ``report``), nothing above explaining the log: the child's
+    own error where the log holds one (unknown via child-failed when no signature knows it), else child-failed."""
+    msgs = log.msgs
+    own = next((k for k in log.hot_in(report + 1, len(log.lines), scan=True) if _CRASH.search(msgs[k])), None)
+    if own is not None:
+        # Ray prints a worker's own output after the driver's report that it died: a crash of its
+        # own there is the child's error (verl issue 472: "logging.cc: Unhandled exception: ... what():
+        # thread: Resource temporarily unavailable" below "The actor is dead")
+        return _unmatched_child_exception(log, own, report)
+    # the child's own exception above the launcher's report (vLLM's engine logs it at ERROR before "Engine
+    # process failed to start"; SGLang's scheduler traceback before "Rank 0 scheduler is dead"): the cause,
+    # though no signature knows it; a broken pipe, an EOF or a dead engine there is only a peer noticing
+    # (or the traceback the report itself opens: vLLM's "EngineCore failed to start." then its traceback; or a
+    # native crash of the child's, a device-side assert or a bus error, above the report)
+    own_tb = next(
+        (tb.exception for tb in log.tracebacks if report <= tb.start <= report + 2 and tb.exception is not None), None)
+    above = own_tb if own_tb is not None else next(
+        (k for k in log.hot_in(0, report, scan=True)
+         if (_EXCEPTION.match(msgs[k].strip()) and not _PEER_GONE.match(msgs[k].strip())) or _CRASH.search(msgs[k])), None)
+    if above is not None:
+        cause = _exception_text(msgs, above)
+        if (refusal := _config_refusal(cause)) is not None:
+            return _diagnose_at(log, above, refusal, (), via=CHILD_FAILED, extra_evidence=(report,))
+        return _infer_from_words(log, above, cause) or _unmatched_child_exception(log, above, report)
+    return _child_died(log, report, msgs[report].strip(),
+                       "A child process died and its launcher reported only that; its own error is not in the log.")
 
 
 def _child_died(log: _Log, at: int, cause: str, summary: str) -> Diagnosis:
