@@ -2,8 +2,9 @@
 
 For each sglang wheel in the wheel directory, the files that run before the server is ready
 (server args and 0.5.19+'s arg_groups, device and distributed init, model config and loading, memory
-pools and the caches over them, the speculative workers, quantized layers, CUDA graphs) are parsed with ast; every `raise X("...")` and `logger.error/critical/exception("...")` with a
-literal or f-string message is kept, f-string holes written as `{...}`. A text is stored once with
+pools and the caches over them, the speculative workers, quantized layers, CUDA graphs) are parsed
+with ast; every `raise X("...")` and `logger.error/critical/exception("...")` with a literal or
+f-string message is kept, f-string holes written as `{...}`. A text is stored once with
 the releases that have it, so a wording's first and last release can be read off.
 
 Usage: .venv/bin/python -m scripts.gen_matrix.messages [--wheel-dir .cache/wheels] [--out FILE]
@@ -95,8 +96,12 @@ def read_release(wheel: Path) -> dict[tuple[str, str, str, str], None]:
     keys: dict[tuple[str, str, str, str], None] = {}
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
+        read: set[str] = set()  # a file under two steps' paths (mem_cache/memory_pool.py) is read for the first
         for step, files in STARTUP_FILES.items():
             for member in _members(names, files):
+                if member in read:
+                    continue
+                read.add(member)
                 rel = member.removeprefix("sglang/srt/")
                 try:
                     messages = extract_messages(zf.read(member).decode("utf-8"))
