@@ -1505,7 +1505,8 @@ _PREFIX = re.compile(
     # FastChat's "time | LEVEL | stream | " (its third field too)
     r"|\d{4}-\d{2}-\d{2} [\d:,.]+ \| (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \| [\w.-]{1,40} \| ?"
     r"|\d{4}-\d{2}-\d{2}[ T][\d:,.]+(?:Z|[+-]\d{2}:?\d{2})?\s*(?:\|[^|]*\|\s*)*"
-    r"|\(\w+(?: rank=\d+)? pid=\d+(?:, ip=[\w.-]+)?\)\s*"  # Ray workers: "(WorkerDict pid=616, ip=...)", vLLM's "(VllmWorker rank=2 pid=267)"
+    # Ray workers: "(WorkerDict pid=616, ip=...)"; vLLM's own workers: "(VllmWorker rank=2 pid=267)"
+    r"|\(\w+(?: rank=\d+)? pid=\d+(?:, ip=[\w.-]+)?\)\s*"
     r"|\[rank\d+\]:\s?"  # torch.distributed's per-rank prefix
     r"|[\w.-]+-\d+\s+\|\s"  # docker compose: "sglang-1  | "
     r"|[\w.-]+\s{2,}\|\s"  # docker compose with container_name: "scalellm    | "
@@ -1919,7 +1920,8 @@ _JIT_BUILD_FRAME = re.compile(r'", line \d+, in (?:_run_ninja_build|run_ninja|co
 
 # pip building a package from source (its isolated build environment, setuptools' PEP 517 hooks): an
 # exception there is the build failing, not an import (vllm issues 11191, 16920)
-_PACKAGE_BUILD_FRAME = re.compile(r'File "[^"]*(?:/pip-build-env-|/pyproject_hooks/_in_process/|/setuptools/build_meta\.py")')
+_PACKAGE_BUILD_FRAME = re.compile(
+    r'File "[^"]*(?:/pip-build-env-|/pyproject_hooks/_in_process/|/setuptools/build_meta\.py")')
 
 
 def _in_jit_build(frames: Iterable[str]) -> bool:
@@ -2032,8 +2034,8 @@ def _exception_text(msgs: _Messages, index: int) -> str:
             break
         if _GLOG_RECORD.match(msgs.line(k)):  # a new glog record (Triton's "W0303 09:57:36.731 125 x.cc:221] ")
             break
-        if _C10_RECORD.search(msgs.line(k)):  # c10's own record under a rank's prefix ("[rank0]:[W307 09:43:03.19 x.cpp:1250]")
-            break
+        if _C10_RECORD.search(msgs.line(k)):
+            break  # c10's own record under a rank's prefix ("[rank0]:[W307 09:43:03.19 x.cpp:1250]")
         parts.append(nxt)
     return " ".join(parts)
 
@@ -2742,8 +2744,8 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
             tb.exception is not None and not _PEER_GONE.match(_exception_text(msgs, tb.exception)) for tb in log.tracebacks):
         # the launcher's read of a pipe or socket to a child that went away (SGLang's scheduler pipe, 0.1's
         # rpyc link to its TP workers: "EOFError: connection closed by peer"), with nothing of the child's own
-        return _child_died(log, at, cause,
-                           "A child process died: the launcher found the pipe to it closed; its own error is not in the log.")
+        return _child_died(log, at, cause, "A child process died: the launcher found the pipe to it closed; "
+                                           "its own error is not in the log.")
     return _infer_from_words(log, at, cause) or Diagnosis(
         failure_class=UNKNOWN,
         cause=cause,
@@ -2919,7 +2921,8 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
     (NCCL, re.compile(r"\b(?:nccl|rccl|hccl|gloo)\b|\ball[_ -]?(?:reduce|gather)\b.{0,60}\b(?:fail|error|timed? ?out)"
                       r"|\bcollective operation\b", re.IGNORECASE)),
     (DRIVER_TOO_OLD, re.compile(r"\bdriver\b.{0,60}\b(?:too old|insufficient|older than|update)"
-                                r"|\b(?:requires?|needs?) (?:a )?newer (?:nvidia |cuda |gpu |display )?driver\b", re.IGNORECASE)),
+                                r"|\b(?:requires?|needs?) (?:a )?newer (?:nvidia |cuda |gpu |display )?driver\b",
+                                re.IGNORECASE)),
     # a bind that failed, in a program's own words, is most often a port another process holds
     (PORT_IN_USE, re.compile(r"\bport\b.{0,60}\b(?:in use|occupied|already|taken)\b"
                              r"|\b(?:could not|cannot|can't|failed to|unable to) bind (?:to )?(?:the )?(?:address|port|socket)\b",
@@ -2946,7 +2949,8 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
     # a hub client's error chain while fetching the model ("initializing ngc repo from repo_id: ...",
     # "fetching file_map": NVIDIA NIM, nim-deploy issue 62); lower case, as such chains are written
     (MODEL_NOT_FOUND, re.compile(r"(?:fetching|downloading|initializing) (?:\w+ ){0,2}(?:repo|model|weights|file[ _]?map)\b")),
-    (NO_GPU_VISIBLE, re.compile(r"\bno (?:cuda |nvidia )?(?:gpus?|tpus?|devices?|accelerators?)\b.{0,30}\b(?:found|available|detected|visible|allocated?)\b"
+    (NO_GPU_VISIBLE, re.compile(r"\bno (?:cuda |nvidia )?(?:gpus?|tpus?|devices?|accelerators?)\b.{0,30}"
+                                r"\b(?:found|available|detected|visible|allocated?)\b"
                                 # Ray's placement finding fewer accelerators than asked for ("The number of
                                 # required TPUs exceeds the total number of available TPUs", "has no TPU available")
                                 r"|\brequired (?:gpus|tpus) exceeds\b|\bhas no (?:gpu|tpu)s? available\b"
