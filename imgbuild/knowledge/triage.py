@@ -2548,6 +2548,14 @@ def _unmatched_child_exception(log: _Log, exc: int, sigquit: int) -> Diagnosis:
     )
 
 
+def _classified_traceback_after(log: _Log, line: int, last: int) -> tuple[_Traceback, Signature] | None:
+    """The first traceback with an exception that starts after ``line`` (up to ``last``), and the
+    signature its exception matches; None where there is none, or it matches none."""
+    tb = next((t for t in log.tracebacks if line < t.start <= last and t.exception is not None), None)
+    sig = None if tb is None else _classify(log.msgs, tb)
+    return None if tb is None or sig is None else (tb, sig)
+
+
 def _diagnose_child_failure(log: _Log, sigquit: int) -> Diagnosis:
     """A child died: the first traceback above the sigquit line holds the cause."""
     lines, msgs = log.lines, log.msgs
@@ -2556,15 +2564,17 @@ def _diagnose_child_failure(log: _Log, sigquit: int) -> Diagnosis:
     if not above:
         # the child's traceback printed just after the parent's sigquit line (sglang issue 5212); not a -9 there,
         # which is the parent's sigquit handler killing its process tree (sglang issue 12421)
-        below = next((t for t in log.tracebacks if sigquit < t.start <= sigquit + 3 and t.exception is not None), None)
-        if below is not None and (sig := _classify(msgs, below)) is not None and sig.failure_class != KILLED:
+        found = _classified_traceback_after(log, sigquit, sigquit + 3)
+        if found is not None and found[1].failure_class != KILLED:
+            below, sig = found
             d = _diagnose_at(log, below.exception, sig, below.frames, via=CHILD_FAILED, extra_evidence=extra)
             return _refine_architecture(log, d, below.exception)
     for tb in above[:1]:
         if tb.exception is None:
             # its exception printed below the sigquit line, the ranks' output interleaved (sglang issue 3398)
-            below = next((t for t in log.tracebacks if sigquit < t.start and t.exception is not None), None)
-            if below is not None and (sig := _classify(msgs, below)) is not None and sig.fatal:
+            found = _classified_traceback_after(log, sigquit, len(msgs))
+            if found is not None and found[1].fatal:
+                below, sig = found
                 return _diagnose_at(log, below.exception, sig, below.frames, via=CHILD_FAILED, extra_evidence=extra)
             break
         sig = _classify(msgs, tb)
