@@ -512,6 +512,24 @@ def test_render_engines_writes_deltas_in_version_order() -> None:
     assert engines[1]["architectures_added"] == ["C"] and engines[1]["architectures_removed"] == ["B"]
 
 
+def test_extract_messages_keeps_raises_asserts_and_error_logs_with_readable_texts() -> None:
+    source = """
+def check(args):
+    assert args.tp > 0, f"--tp must be positive, got {args.tp}"
+    assert args.ok
+    assert args.x, compute_message()
+    if args.bad:
+        raise ValueError("--bad is " + "refused")
+    logger.error("pool too small")
+    logger.info("not an error")
+"""
+    assert gen_messages.extract_messages(source) == [
+        ("assert", "--tp must be positive, got {...}"),
+        ("raise ValueError", "--bad is refused"),
+        ("logger.error", "pool too small"),
+    ]
+
+
 # --------------------------------------------------------------------------------------
 # A real wheel
 # --------------------------------------------------------------------------------------

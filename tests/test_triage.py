@@ -986,6 +986,31 @@ def test_a_cpu_launch_is_told_it_needs_the_cpu_build_of_sgl_kernel_not_gpus():
     assert len(d.advice) == 1 and "CPU build of sgl-kernel" in d.advice[0]
 
 
+def test_a_package_imported_from_outside_the_environment_is_named_with_its_directory():
+    """Real SGLang 0.5.9 with transformers 4.44.2 first on PYTHONPATH (tests/data/failure-logs/local):
+    the stray copy is named and the advice says to take it off the path; the SGLang image's own
+    editable install (/sgl-workspace/sglang/python/sglang/srt/configs, sglang issue 4159) is not."""
+    _, lines = corpus_case(LOGS / "local" / "import-failed.local-sglang-0.5.9-transformers-4.44.txt")
+    d = diagnose_log(lines)
+    assert d.failure_class == "import-failed" and "transformers" in d.packages
+    assert "transformers is imported from /tmp/real/shadow, outside" in d.summary
+    assert d.advice[0].startswith("transformers (from /tmp/real/shadow) shadows the environment's own copy")
+    _, lines = corpus_case(LOGS / "public" / "import-failed.sglang-4159.txt")
+    d = diagnose_log(lines)
+    assert d.failure_class == "import-failed" and "outside" not in d.summary and "shadows" not in d.advice[0]
+
+
+def test_a_check_sglang_0_5_23_asserts_in_arg_groups_is_flags_refused():
+    """0.5.19+ moved server_args' checks into arg_groups/; an assert there (real 0.5.23, --device cpu
+    on a Gated DeltaNet hybrid) refuses the launch like one in server_args.py, and the generator keeps
+    asserts' texts so the line alone is read too."""
+    _, lines = corpus_case(LOGS / "local" / "flags-refused.local-sglang-0.5.23-device-cpu.txt")
+    d = diagnose_log(lines)
+    assert (d.failure_class, d.cause) == (
+        "flags-refused", "AssertionError: extra_buffer requires platform support for Mamba cache state snapshots.")
+    assert diagnose_log([d.cause]).failure_class == "flags-refused"
+
+
 def test_diagnose_json_lists_the_packages_of_an_import_failure():
     result = CliRunner().invoke(cli, ["diagnose", "--json", str(LOGS / "local" / "import-failed.local-kernels-0.17.2.txt")])
     assert result.exit_code == 1
@@ -998,8 +1023,14 @@ MESSAGES = json.loads((Path(__file__).parents[1] / "imgbuild" / "data" / "sglang
 
 def as_logged(message: dict) -> str:
     """The message as the log shows it: the raised class, holes filled with a number."""
-    exc = message["kind"].split()[-1] if message["kind"].startswith("raise") else "RuntimeError"
+    kind = message["kind"]
+    exc = kind.split()[-1] if kind.startswith("raise") else "AssertionError" if kind == "assert" else "RuntimeError"
     return f"{exc}: {message['text'].replace('{...}', '1')}"
+
+
+def is_refusal(message: dict) -> bool:
+    """A check that raises (`raise X(...)` or `assert cond, "..."`), not a logged error."""
+    return message["kind"].startswith("raise") or message["kind"] == "assert"
 
 
 # (step, a fragment every wording of it has, the class)
@@ -1080,7 +1111,7 @@ def test_no_accelerator_has_a_wording_per_release_range_up_to_the_newest():
 def test_a_server_args_refusal_is_flags_refused_in_every_release(capsys):
     """Each check server_args.py raises, in a traceback raised from server_args.py, is the
     flags being refused (or a more specific class)."""
-    refused = [m for m in MESSAGES["messages"] if m["step"] == "server-args" and m["kind"].startswith("raise")]
+    refused = [m for m in MESSAGES["messages"] if m["step"] == "server-args" and is_refusal(m)]
     frame = '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/server_args.py", line 1, in __post_init__'
     classes = [diagnose_log(["Traceback (most recent call last):", frame, as_logged(m)]).failure_class for m in refused]
     with capsys.disabled():
@@ -1094,7 +1125,7 @@ def test_a_server_args_refusal_pasted_alone_is_flags_refused():
     """The same checks as a user pastes them: the exception line alone, or a traceback cut below
     server_args.py's frame. Only texts whose fixed words are too few to be told from others
     ("Invalid {...}: {...}") are left to the words' inference."""
-    refused = [m for m in MESSAGES["messages"] if m["step"] == "server-args" and m["kind"].startswith("raise")]
+    refused = [m for m in MESSAGES["messages"] if m["step"] == "server-args" and is_refusal(m)]
     distinct = [m for m in refused if sum(len(p.strip()) for p in m["text"].split("{...}")) >= 24
                 and len(m["text"].split("{...}")[0].strip()) >= 8]
     cut = '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/entrypoints/http_server.py", line 1, in launch_server'
@@ -1111,7 +1142,7 @@ def test_a_check_past_server_args_that_names_the_flag_it_refuses_is_flags_refuse
     variable refuses the configuration asked for; a more specific class (not-enough-memory names
     --mem-fraction-static) still wins. Left out: texts whose fixed words start after a hole."""
     naming = [m for m in MESSAGES["messages"] if m["step"] != "server-args"
-              and m["kind"] in ("raise ValueError", "raise NotImplementedError")
+              and m["kind"] in ("raise ValueError", "raise NotImplementedError", "assert")
               and re.search(r"(?:^|[\s(`'])--[a-z][a-z0-9-]+|\bSGLANG_[A-Z0-9_]+=", m["text"])
               and len(m["text"].split("{...}")[0].strip()) >= 8]
     classes = {m["text"]: diagnose_log([as_logged(m)]).failure_class for m in naming}

@@ -869,6 +869,7 @@ CATALOG: tuple[Signature, ...] = (
             r"tp_size \d+ must be divisible by (?:moe_)?ep_size \d+",
             r"must be divisible by moe_tp_size \(\d+\) which is tp_size",
             r"backend can only be used with (?:non-)?MLA models",
+            r"hybrid_linear_attn backend can only be used with hybrid GDN models",  # an assert (0.5.2)
             r"Dual chunk attention is enabled, but attention backend is set to",
             r"Unknown quantization method: ",
             r"does not match the quantization method specified in the `quantization` argument",
@@ -1831,7 +1832,7 @@ def _refusal_pattern(texts: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile("(?:" + "|".join(sorted(alternatives)) + ")") if alternatives else None
 
 
-_REFUSAL_KINDS = ("raise ValueError", "raise NotImplementedError")
+_REFUSAL_KINDS = ("raise ValueError", "raise NotImplementedError", "assert")
 _NAMES_A_SETTING = re.compile(r"(?:^|[\s(`'])--[a-z][a-z0-9-]+|\bSGLANG_[A-Z0-9_]+=")
 
 
@@ -1839,7 +1840,8 @@ _NAMES_A_SETTING = re.compile(r"(?:^|[\s(`'])--[a-z][a-z0-9-]+|\bSGLANG_[A-Z0-9_
 def _server_args_refusals() -> re.Pattern[str] | None:
     """Every check server_args.py (and its arg_groups) raises in any release. None without the data."""
     return _refusal_pattern(str(m["text"]) for m in _read_messages(MESSAGES_PATH)
-                            if (m.get("step") == "server-args" and str(m.get("kind", "")).startswith("raise"))
+                            if (m.get("step") == "server-args"
+                                and (str(m.get("kind", "")).startswith("raise") or m.get("kind") == "assert"))
                             # a check further on (a pool, a loader) that names the flag or the variable it refuses
                             or (m.get("kind") in _REFUSAL_KINDS and _NAMES_A_SETTING.search(str(m.get("text", "")))))
 
@@ -1877,6 +1879,11 @@ def _config_refusal(text: str) -> Signature | None:
 _PARSE_ARGS_FRAME = re.compile(r'", line \d+, in (?:parse_(?:known_)?args|(?:get|check|verify|validate)_\w*args)$')
 
 
+# SGLang's server_args.py, and arg_groups/ where 0.5.19+ moved its checks (mamba_hook.py, model_hook.py ...),
+# or a command line's parse_args
+_SERVER_ARGS_FRAME = re.compile(r"server_args\.py|/sglang/srt/arg_groups/|" + _PARSE_ARGS_FRAME.pattern)
+
+
 def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
     """A traceback's exception by the catalog; an unmatched one raised from server_args.py or a
     parser's parse_args is the launcher refusing the flags (SGLang's checks are asserts and
@@ -1885,7 +1892,7 @@ def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
     assert tb.exception is not None
     text = _exception_text(msgs, tb.exception)
     sig = _match(text)
-    if sig is None and tb.frames and ("server_args.py" in tb.frames[-1] or _PARSE_ARGS_FRAME.search(tb.frames[-1])):
+    if sig is None and tb.frames and _SERVER_ARGS_FRAME.search(tb.frames[-1]):
         return _FLAGS_SIGNATURE
     if sig is None:  # an excerpt that starts below server_args.py's (or vLLM's config's) frame
         sig = _config_refusal(text)
@@ -2377,6 +2384,20 @@ CPU_ADVICE = (
     "Starting the container with --gpus does not help a host without GPUs."
 )
 _PACKAGE_PATH = re.compile(r"(?:site|dist)-packages/([A-Za-z_]\w*)(?:/|\.py)")
+# a package imported from outside any site-packages (a PYTHONPATH entry, `pip install --target`, a
+# source checkout): the frame of its __init__.py names the directory it came from and the package
+_OUTSIDE_PACKAGE = re.compile(r'File "(/[^"]*?)/([A-Za-z_]\w*)/__init__\.py"')
+# the interpreter's own library (json/__init__.py) and the environment's are not "outside"
+_INSIDE_ROOT = re.compile(r"(?:site|dist)-packages(?:/|$)|/lib(?:64)?/python\d\.\d+$|/lib-dynload$")
+
+
+def _outside_packages(frames: tuple[str, ...], cause: str) -> tuple[tuple[str, str], ...]:
+    """(package, directory) for each package a traceback imports from outside site-packages that its
+    error names ("... Try: `pip install transformers -U`"): an editable install's subpackages
+    (the SGLang image's /sgl-workspace/sglang/python/sglang/srt/configs) are not the point."""
+    found = ((m.group(2), m.group(1)) for f in frames for m in [_OUTSIDE_PACKAGE.search(f)] if m)
+    return tuple(dict.fromkeys((name, root) for name, root in found
+                               if not _INSIDE_ROOT.search(root) and re.search(rf"(?<![.\w]){name}\b", cause)))
 # bounded: a name or version is short, and a long dotted or dashed run is not tried from each
 # of its words to its end
 _DIST_INFO = re.compile(r"\b([A-Za-z][\w.]{0,99}?)-(\d{1,9}(?:\.\d{1,9}){1,9}[\w.+]{0,40}?)\.dist-info")
@@ -2411,7 +2432,9 @@ def _diagnose_import(
     """The environment cannot import sglang: name the packages in the traceback's frames
     (from their site-packages paths) with the versions the log gives, and the one that raised."""
     msgs = log.msgs
+    outside = _outside_packages(frames, cause)
     modules = list(dict.fromkeys(m.group(1) for f in frames for m in [_PACKAGE_PATH.search(f)] if m))
+    modules += [name for name, _ in outside if name not in modules]
     block = [msgs[k] for k in range(index, min(index + 40, len(msgs)))]
     for m in block:
         if (hit := _PACKAGE_PATH.search(m)) and hit.group(1) not in modules:
@@ -2439,9 +2462,13 @@ def _diagnose_import(
                   "together.", LOCK_ADVICE)
     else:
         advice = (LOCK_ADVICE,)
+    if outside:
+        advice = (_outside_advice(outside), *advice)
     where = f" in {raised_in}" if raised_in else ""
     summary = (f"The environment cannot import sglang: the import failed{where}"
-               + (f"; packages in the traceback: {', '.join(packages)}." if packages else "."))
+               + (f"; packages in the traceback: {', '.join(packages)}." if packages else ".")
+               + "".join(f" {name} is imported from {root}, outside the environment's site-packages."
+                         for name, root in outside))
     return Diagnosis(
         failure_class=IMPORT_FAILED,
         cause=cause,
@@ -2453,6 +2480,14 @@ def _diagnose_import(
         ready=log.ready,
         packages=packages,
     )
+
+
+def _outside_advice(outside: tuple[tuple[str, str], ...]) -> str:
+    names = ", ".join(f"{name} (from {root})" for name, root in outside)
+    return (f"{names} shadows the environment's own copy: a PYTHONPATH entry, a `pip install --target`, "
+            "or a source checkout in the working directory comes first on sys.path. Unless "
+            "that copy is meant to be used, take its directory off the path (unset PYTHONPATH, run from "
+            "another directory) so the locked versions load.")
 
 
 def _last_before(log: _Log, index: int, pattern: re.Pattern[str]) -> int | None:

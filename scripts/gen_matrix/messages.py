@@ -3,8 +3,8 @@
 For each sglang wheel in the wheel directory, the files that run before the server is ready
 (server args and 0.5.19+'s arg_groups, device and distributed init, model config and loading, memory
 pools and the caches over them, the speculative workers, quantized layers, CUDA graphs) are parsed
-with ast; every `raise X("...")` and `logger.error/critical/exception("...")` with a literal or
-f-string message is kept, f-string holes written as `{...}`. A text is stored once with
+with ast; every `raise X("...")`, `assert cond, "..."` and `logger.error/critical/exception("...")`
+with a literal or f-string message is kept, f-string holes written as `{...}`. A text is stored once with
 the releases that have it, so a wording's first and last release can be read off.
 
 Usage: .venv/bin/python -m scripts.gen_matrix.messages [--wheel-dir .cache/wheels] [--out FILE]
@@ -59,10 +59,16 @@ def _text(node: ast.AST) -> str | None:
 
 
 def extract_messages(source: str) -> list[tuple[str, str]]:
-    """(kind, text) for each raise and error log call with a readable message in a source file."""
+    """(kind, text) for each raise, assert and error log call with a readable message in a source file."""
     found: list[tuple[str, str]] = []
     for node in ast.walk(ast.parse(source)):
         call = None
+        if isinstance(node, ast.Assert) and node.msg is not None:
+            # `assert cond, "text"`: SGLang's checks are often asserts (an AssertionError with the text)
+            text = _text(node.msg)
+            if text and text.strip():
+                found.append(("assert", " ".join(text.split())))
+            continue
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
             call, func = node.exc, node.exc.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
