@@ -558,6 +558,18 @@ def test_triage_imports_no_adapter_library():
 # labels moved to the corpus's conventions (noted in their source lines); 25 tuned logs stay misses
 # (KNOWN_TUNED_MISSES; a cause line no longer joins c10's next record, which fixed two). All: 342 of 404
 # (the older 298 at 257).
+# A tenth round (three collectors, 130 look-ups each): SGLang threads of 2025-2026, projects that run SGLang
+# (Ascend's sglang fork, GPUStack, LMCache, verl forks, Ray) and repositories that commit real logs (a TKE
+# guide's FAQ, DGX Spark and RTX 3090 notes, a benchmark's server logs): 91 logs (71 tuned, 20 held out; four
+# dropped: an excerpt whose last line came from the fix's PR, one whose run went on past the failure, one cut
+# before its message, a content farm's rewrite of an issue; one relabelled no-kernel-image as the corpus reads
+# Triton's fp8e4nv refusal). As first seen: 58 of 71 and 16 of 20 (19 of 20 after). The tuned misses taught: CANN's ERROR records, torch_npu's "[ERROR] ... (PID:"
+# and an "[ASSERT]" line are failures; a sentence that quotes the exception it failed on; memfabric's
+# level-first records; CANN's rtMalloc out of memory, its missing op binary, its device count failing, HCCL's
+# communicator init; Ray's core worker failing tasks of a dead actor; tvm_ffi's ninja; transformers' config
+# without a model_type; c10's "Exception raised from operator()"; vLLM's SIGTERM handler (a probe's stop, its
+# own advice); a server_args text wrapped over lines, or joined without its space ("no_buffer.To use").
+# All: 361 of 424 (the older 404 at 342).
 TUNED_ALL = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 # The ninth round's tuned logs the classifier still reads otherwise, each with why: its class is argued
 # either way, or its excerpt lacks what would decide it. They stay in the corpus (and in the score below)
@@ -593,7 +605,7 @@ KNOWN_TUNED_MISSES = {
 }
 TUNED = [p for p in TUNED_ALL if p.name not in KNOWN_TUNED_MISSES]
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 342 of 404 (0.847; the ninth round's runtime bugs are harder); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 361 of 424 (0.851; the ninth round's runtime bugs are harder); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

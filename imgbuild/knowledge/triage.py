@@ -360,6 +360,9 @@ CATALOG: tuple[Signature, ...] = (
             r"torch\.(cuda\.)?OutOfMemoryError",
             r"CUDA (?:runtime )?error: out of memory",  # "runtime": lmdeploy's TurboMind (memory_utils.cu)
             r"cudaErrorMemoryAllocation",
+            # CANN's runtime allocating NPU memory (rtMalloc: "ErrCode=207001, desc=[driver error:out of memory]",
+            # MindIE on Ascend 310P, gpustack issue 1909)
+            r"desc=\[driver error:out of memory\]",
             # ggml's CUDA backend (llama.cpp, Ollama, LocalAI) allocating its buffers
             r"\bcudaMalloc failed: out of memory",
             r"\bCUDA error 2 at \S+:\d+: out of memory",  # ggml-cuda.cu's CUDA_CHECK ("CUDA error %d at %s:%d: %s")
@@ -406,6 +409,9 @@ CATALOG: tuple[Signature, ...] = (
             r"Model architectures .* failed to be inspected",
             # vLLM's ModelConfig on a config.json without "architectures" (a TTS or diffusion checkpoint)
             r"No model architectures are specified",
+            # transformers' AutoConfig on a config.json without a model_type it knows ("Unrecognized model in
+            # /models/X. Should have a `model_type` key in its config.json", an EAGLE3 draft; Ascend/sglang 602)
+            r"Unrecognized model in \S+\. Should have a `model_type` key",
             # mlx-lm's utils.py _get_classes: no mlx_lm.models module for the config's model_type
             r"\bModel type \w+ not supported\.",
             # transformers too old for the checkpoint's model_type (configs/model_config.py says so itself)
@@ -489,6 +495,9 @@ CATALOG: tuple[Signature, ...] = (
         NO_KERNEL_IMAGE,
         _re(
             r"no kernel image is available for execution on the device",
+            # CANN's op runner with no kernel binary of an op for this NPU ("EZ9999: ... Op Cast does not has any
+            # binary.", the op package built for another SoC; LlamaFactory issue 3779)
+            r"\bOp \w+ does not has any binary\b",
             # torch.compile's check before Triton compiles anything (torch/_inductor/scheduler.py)
             r"too old to be supported by the triton GPU compiler",
             # Triton's MMA lowering on a GPU it has no MMA version for (sm_120 before Triton 3.3, vllm issue 20712)
@@ -605,6 +614,9 @@ CATALOG: tuple[Signature, ...] = (
             # HCCL, NCCL's counterpart on Ascend NPUs (torch_npu's ProcessGroupHCCL, CANN's error codes):
             # a failed communicator call, and its transport set-up between ranks
             r"HCCL function error: hccl\w+\(",
+            # HCCL's communicator init failing in a C++ engine (MindIE's runners: "HcclCommInitRootInfo failed.",
+            # "... HcclCommInitRootInfo fail, error:2", gpustack issue 2021)
+            r"\bHcclCommInit\w* fail(?:ed)?\b",
             r"\bcall hccl api failed\b",
             # CANN's error codes name their module by the second letter, I for HCCL: EI0002 a collective's
             # notify wait timed out, EI0006 a link between ranks, EI0009 its transport init, EI0013 RoCE's
@@ -759,6 +771,8 @@ CATALOG: tuple[Signature, ...] = (
         JIT_BUILD_FAILED,
         _re(
             r"No such file or directory: 'ninja'",
+            # tvm_ffi's build_ninja (SGLang's JIT kernels from 0.5.10: sgl_kernel_jit_*; sglang issue 26545)
+            r"\bninja exited with status \d+",
             # a JIT (TVM's, MLC's, a kernel library's) running a compiler the machine lacks
             r"No such file or directory: '(?:nvcc|hipcc|gcc|g\+\+|cc|c\+\+|clang)'",
             # pip building a package from source for the environment (its kernels: xformers, mamba-ssm,
@@ -1008,6 +1022,8 @@ _NO_GPU = Signature(
         r"No accelerator \([^)]{0,200}\)(?: or platform plugin)? is available(?!\.? - Falling back)",
         r"No supported accelerator \([^)]{0,200}\) available",
         r"No CUDA GPUs are available",
+        # CANN's device management (adx_dsmi.cpp) finding no NPU in the container (lmdeploy issue 2585)
+        r"Get physical device number failed, err: \d+",
         r"No CUDA or HIP available on this system",  # Xinference's device_utils, launching a model on a GPU
         # GPUStack's worker found no detector that sees a GPU of the vendor it runs for (gpustack issue 3308)
         r"No GPU detectors available for \w+",
@@ -1175,6 +1191,19 @@ _KILLED = Signature(
 # matched like any signature. python/ray/_raylet.pyx appends "The worker may have exceeded K8s
 # pod memory limits" to the exit detail of a worker ended by a signal in a pod (Agent-R1 issue 33);
 # Ray's memory monitor raises ray.exceptions.OutOfMemoryError with the second text.
+# vLLM's API server (entrypoints/openai/api_server.py signal_handler) on SIGTERM from outside: it raises
+# KeyboardInterrupt("terminated") (a Kubernetes liveness probe restarting a pod still loading, imroc's TKE guide)
+_TERMINATED = Signature(
+    KILLED,
+    _re(r"^KeyboardInterrupt: terminated\s*$"),
+    "The process was stopped from outside (SIGTERM): an orchestrator's probe or stop, not a failure of its own.",
+    ("If a liveness or readiness probe stopped it while the model loaded, give the probe a start-up grace "
+     "(Kubernetes: a startupProbe, or initialDelaySeconds longer than the load) or raise its timeout.",
+     "Otherwise find what sent SIGTERM: `kubectl describe pod` (its events), the scheduler's or the "
+     "supervisor's log."),
+    source="vllm/entrypoints/openai/api_server.py signal_handler",
+)
+
 _RAY_KILLED = Signature(
     KILLED,
     _re(
@@ -1371,7 +1400,7 @@ _TOKENIZERS_TOO_OLD = Signature(
 CATALOG = CATALOG + (
     _BROKEN_CHECKPOINT, _TOKENIZERS_TOO_OLD,
     _IMPORT, _IMPORT_WARNED, _FABRIC_NOT_READY, _DRIVER_MISMATCH, _CPU_ONLY_TORCH, _NO_GPU, _NO_GPU_TO_SCHEDULE,
-    _TRUST_REMOTE_CODE, _KILLED, _RAY_KILLED, _CUSTOM_ALLREDUCE_P2P, _CUSTOM_ALLREDUCE_FAILED, _ADDRESS_NOT_AVAILABLE,
+    _TRUST_REMOTE_CODE, _KILLED, _RAY_KILLED, _TERMINATED, _CUSTOM_ALLREDUCE_P2P, _CUSTOM_ALLREDUCE_FAILED, _ADDRESS_NOT_AVAILABLE,
     _VERSION_MISMATCH,
 )
 
@@ -1450,6 +1479,8 @@ _CHILD_REPORT = re.compile(
     r"|The actor died unexpectedly before finishing this task|The actor is dead because its worker process has died"
     # Ray's worker.py for a task's worker that died (its text lists OOM kill, ray stop, a crash as causes)
     r"|A worker died or was killed while executing a task by an unexpected system error"
+    # Ray's core worker (direct_actor_transport.cc) failing the calls queued for an actor that is DEAD
+    r"|\bFailing pending tasks for actor \w+ because the actor is already dead\b"
     # the kubelet restarting a container that exited (its event, and kubectl describe's line)
     r"|\bBack-off restarting failed container\b"
     # RunPod's serverless host when the worker's process ended
@@ -1546,7 +1577,7 @@ _FRAME = re.compile(r"^\s*File \"")
 # \b: only a word's first letter starts a match, so a long run of letters is scanned once, not once per letter
 _HIT_EXCEPTION = re.compile(r"\b\w+ hit an exception")
 # c10's report of a C++ exception (CUDA errors surface so in Ray workers' logs)
-_CPP_EXCEPTION = re.compile(r"^Exception raised from \w+ at ")
+_CPP_EXCEPTION = re.compile(r"^Exception raised from \w+(?:\(\))? at ")  # "from operator() at" (torch_npu's ops)
 # a server's own line that something failed with a Python exception ("Failed to initialize Python stub:
 # TypeError: ...", "failed to load 'm' version 1: Internal: TypeError: ...", quoted as glog quotes it):
 # a failure without a traceback
@@ -1562,7 +1593,19 @@ _STATED_ERROR = re.compile(r"^(?:ERROR|Error|error): +(?!pip's dependency resolv
                            # a logger's "LEVEL - message" without its time (sglang_router's launcher), and
                            # pytest's summary of a test that failed on an exception
                            r"|^ERROR - \S|^FAILED \S+::\S+ - \w*(?:Error|Exception)\b"
-                           r"|\bpull access denied for \S|^nvidia-container-cli: [\w ]{1,40} error: ")
+                           r"|\bpull access denied for \S|^nvidia-container-cli: [\w ]{1,40} error: "
+                           # CANN's log records at ERROR level that say something failed ("[ERROR] RUNTIME(pid,proc):
+                           # date [file:line]tid ... failed", "[ERROR] HCCL(...)"), torch_npu's "[ERROR] date (PID:n,
+                           # Device:0, RankID:-1) ERR01005 OPS internal error", and an Ascend test harness's "[ASSERT]"
+                           r"|^\[ERROR\] [A-Z]{2,12}\(\d+,[^)]{0,80}\):\d{4}-.{0,400}?(?:\b[Ff]ail|\berror\b|\bError\b)"
+                           r"|^\[ERROR\] \d{4}-\d\d-\d\d-[\d:]+ \(PID:\d+, Device:-?\d+, RankID:-?\d+\) ERR\d+ "
+                           r"|^\[ASSERT\]\s*\w"
+                           # a C/C++ library's level-first record ("error 12789 pid[12789] [BM devmm_ioctl.cpp:122] svm
+                           # advise failed", memfabric's hybm under SGLang's Ascend transfer engine, sglang issue 10748)
+                           r"|^error \d+ pid\[\d+\] \[\w+ [\w.]+:\d+\] "
+                           # a sentence saying something failed, then the exception it quotes ("The model service failed
+                           # to start（RuntimeError: The bias should be 1D）", Ascend/sglang's CI issues)
+                           r"|\b(?:[Ff]ail(?:ed|s|ure)?|[Ee]rror)\b[^:(（]{0,80}[:(（]\s*[\"“]?\w*(?:Error|Exception): \S")
 _FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?\"?[Ff]ailed to [^:]{1,120}: (?:\w+: )?\w*(?:Error|Exception): "
                           # SGLang's disaggregation ("Prefill transfer failed for request ... with exception
                           # KVTransferError(bootstrap_room=...): Decode instance could be dead", Mooncake issue 2177)
@@ -1637,7 +1680,7 @@ _ALL_KEYS = [k for sig in CATALOG for rx in sig.patterns for k in rx.keys] + [
     k for rx in (_SIGQUIT, _TRACEBACK, _FRAME, _HIT_EXCEPTION, _CPP_EXCEPTION, _IMPORT_IGNORED, _READY,
                  _M_LOAD_BEGIN, _M_LOAD_END, _M_POOL, _M_CAPTURE_BEGIN, _M_CAPTURE_END, _CPU_HINTS, _CHILD_REPORT,
                  _FAILED_WITH, _CRASH, _FAILED_LOAD, _PROXIED_SELF, _BAD_CALL, _GLOG_FAILURE)
-    for k in _keys_of(rx.pattern)] + ["error", "exception", "exit", "interrupt", "fail"]
+    for k in _keys_of(rx.pattern)] + ["error", "exception", "exit", "interrupt", "fail", "[assert]"]
 _HOT_KEYS = tuple(k for k in dict.fromkeys(_ALL_KEYS) if not any(o != k and o in k for o in _ALL_KEYS))
 
 
@@ -1821,8 +1864,9 @@ def _refusal_pattern(texts: Iterable[str]) -> re.Pattern[str] | None:
     formats a value in. Texts with too few fixed words to be told from others are left out."""
     alternatives = set()
     for text in texts:
-        # the first sentence where it is told from others alone: a paste cut short still holds it
-        first = text.split(". ", 1)[0]
+        # the first sentence where it is told from others alone: a paste cut short still holds it (a
+        # sentence can end without its space where the source joins two literals: "no_buffer.To use")
+        first = re.split(r"\.(?: |(?=[A-Z]))", text, maxsplit=1)[0]
         if first != text and len(first.replace("{...}", "")) >= 2 * _MIN_LITERAL:
             text = first
         pieces = [piece.strip() for piece in text.split("{...}")]
@@ -2226,16 +2270,17 @@ def _without_line_numbers(lines: list[str]) -> list[str]:
 def _dedent(lines: list[str]) -> list[str]:
     """The lines less the indent all of them share: a log pasted as an indented block (Markdown's code
     block, a forum's quote, a YAML value) reads as it was printed. Stops at the first line at column 0,
-    which in a log as printed is the first line or nearly."""
+    which in a log as printed is the first line or nearly. A Markdown fence around the block ("```text")
+    is not part of it."""
     common: str | None = None
     for ln in lines:
         body = ln.lstrip()
-        if body:
+        if body and not body.startswith("```"):
             indent = ln[:len(ln) - len(body)]
             common = indent if common is None else os.path.commonprefix((common, indent))
             if not common:
                 return lines
-    return [ln[len(common):] for ln in lines] if common else lines
+    return [ln if ln.lstrip().startswith("```") else ln[len(common):] for ln in lines] if common else lines
 
 
 # where a terminal's fixed width cut a line, the cut falls anywhere; a line that ends a box (rich's
@@ -2781,7 +2826,9 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
     exc = next((tb.exception for tb in log.tracebacks if tb.exception is not None), None)
     at = exc if exc is not None else marker
     cause = _exception_text(msgs, at) if exc is not None else msgs[at].strip()
-    if (refusal := _config_refusal(cause)) is not None:  # the launcher's own words for refused flags, pasted alone
+    # the launcher's own words for refused flags, pasted alone (a message wrapped over lines is read whole)
+    whole = _exception_text(msgs, at) if exc is None and _EXCEPTION.match(cause) else cause
+    if (refusal := _config_refusal(cause) or _config_refusal(whole)) is not None:
         return _diagnose_at(log, at, refusal, (), via=None)
     if "got an unexpected keyword argument" in cause and _failing_line_is(msgs, at, _ARGS_FROM_OPTIONS):
         return _diagnose_at(log, at, _FLAGS_SIGNATURE, (), via=None)  # (a traceback's tail, without its header)
