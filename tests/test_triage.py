@@ -570,6 +570,17 @@ def test_triage_imports_no_adapter_library():
 # without a model_type; c10's "Exception raised from operator()"; vLLM's SIGTERM handler (a probe's stop, its
 # own advice); a server_args text wrapped over lines, or joined without its space ("no_buffer.To use").
 # All: 361 of 424 (the older 404 at 342).
+# An eleventh round (three collectors, 120 look-ups each: SGLang threads for the classes earlier rounds found
+# fewest of, vLLM's V1 start-up failures, deployments through Kubernetes, Docker and cloud platforms): 87 logs
+# (69 tuned, 18 held out; a lone CancelledError dropped; a segfault inside all_reduce labelled nccl as the
+# corpus reads a crash in the communicator). As first seen: 53 of 69 and 13 of 18. The tuned misses taught:
+# faulthandler's current thread (below the others) crashing in a torch.distributed collective; SGLang's "No GPU
+# memory values found."; Docker without the NVIDIA runtime; a `kernels` release transformers' hub_kernels
+# cannot take; transformers' lazy import failing; a kernel for one GPU generation, CUDA_ERROR_INVALID_IMAGE and
+# a path "not implemented for Blackwell"; DeepGEMM's missing header and Neuron's compiler; vLLM's "Failed core
+# proc(s)", Ray's worker exit record, Vertex AI's model server exiting; absl's signal report; vLLM's token
+# budget refusal; TOKENIZER_MAPPING without the config class. All: 376 of 442 (the older 424 at 363).
+
 TUNED_ALL = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 # The ninth round's tuned logs the classifier still reads otherwise, each with why: its class is argued
 # either way, or its excerpt lacks what would decide it. They stay in the corpus (and in the score below)
@@ -605,7 +616,7 @@ KNOWN_TUNED_MISSES = {
 }
 TUNED = [p for p in TUNED_ALL if p.name not in KNOWN_TUNED_MISSES]
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 361 of 424 (0.851; the ninth round's runtime bugs are harder); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 376 of 442 (0.851; the ninth round's runtime bugs are harder); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:
@@ -1098,6 +1109,7 @@ OWN_TEXTS = [
     ("model-loading", "library not found. Please install it", "import-failed"),
     ("model-loading", "other ranks that didn't finish loading", "child-failed"),
     ("model-loading", "is not supported for the current GPU. Minimum capability", "no-kernel-image"),
+    ("device", "No GPU memory values found", "no-gpu-visible"),
     ("server-args", "Port is already in use. dist_init_port=", "port-in-use"),
 ]
 

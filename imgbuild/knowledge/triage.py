@@ -498,6 +498,13 @@ CATALOG: tuple[Signature, ...] = (
             # CANN's op runner with no kernel binary of an op for this NPU ("EZ9999: ... Op Cast does not has any
             # binary.", the op package built for another SoC; LlamaFactory issue 3779)
             r"\bOp \w+ does not has any binary\b",
+            # a kernel built for one GPU generation only ("This kernel only supports sm120.") and the CUDA
+            # driver refusing a JIT's cubin for this GPU (DeepGEMM: CUDA_ERROR_INVALID_IMAGE)
+            r"\bThis kernel only supports sm_?\d+",
+            r"\bCUDA_ERROR_INVALID_IMAGE\b",
+            # a path not built for a GPU generation ("block scaled fp8 gemm is not implemented for Blackwell",
+            # vLLM's CUTLASS scaled_mm, vllm issue 16515)
+            r"\bis not implemented for (?:Blackwell|Hopper|Ada|Ampere|Turing|Volta)\b",
             # torch.compile's check before Triton compiles anything (torch/_inductor/scheduler.py)
             r"too old to be supported by the triton GPU compiler",
             # Triton's MMA lowering on a GPU it has no MMA version for (sm_120 before Triton 3.3, vllm issue 20712)
@@ -773,6 +780,10 @@ CATALOG: tuple[Signature, ...] = (
             r"No such file or directory: 'ninja'",
             # tvm_ffi's build_ninja (SGLang's JIT kernels from 0.5.10: sgl_kernel_jit_*; sglang issue 26545)
             r"\bninja exited with status \d+",
+            # DeepGEMM's JIT compiling a kernel whose header this build lacks (include_parser.hpp)
+            r"Assertion error \(include_parser\.hpp:\d+\)",
+            # AWS Neuron's compiler under torch-neuronx / vLLM's Neuron worker
+            r"\|\|NEURON_CC_WRAPPER\|\|: (?:Failed compilation with|Compilation failed for)",
             # a JIT (TVM's, MLC's, a kernel library's) running a compiler the machine lacks
             r"No such file or directory: '(?:nvcc|hipcc|gcc|g\+\+|cc|c\+\+|clang)'",
             # pip building a package from source for the environment (its kernels: xformers, mamba-ssm,
@@ -884,6 +895,8 @@ CATALOG: tuple[Signature, ...] = (
             r"must be divisible by moe_tp_size \(\d+\) which is tp_size",
             r"backend can only be used with (?:non-)?MLA models",
             r"hybrid_linear_attn backend can only be used with hybrid GDN models",  # an assert (0.5.2)
+            # vLLM's scheduler config: the token budget left after the flags' reservations is not positive
+            r"max_num_scheduled_tokens is set to -?\d+, which does not allow any tokens to be scheduled",
             r"Dual chunk attention is enabled, but attention backend is set to",
             r"Unknown quantization method: ",
             r"does not match the quantization method specified in the `quantization` argument",
@@ -968,6 +981,12 @@ _IMPORT = Signature(
     _re(
         # sgl_kernel/load_utils.py (0.5.x): no common_ops variant could be loaded
         r"\[sgl_kernel\] CRITICAL: Could not load any common_ops library",
+        # transformers' hub_kernels (5.x) importing a `kernels` release newer than it supports: the import
+        # sglang 0.5.11 makes fails so (kernels/layer/layer.py LayerRepository)
+        r"Either a revision or a version must be specified\.",
+        # transformers' lazy module on an import that failed underneath ("Failed to import X because of the
+        # following error (look up to see its traceback)")
+        r"Failed to import [\w.]+ because of the following error \(look up to see its traceback\)",
         # a compiled extension built against another torch (C++ symbols are mangled _Z...)
         r"ImportError: .*undefined symbol",
         r"OSError: \S+\.so(?:\.\d+)*: undefined symbol: ",  # ctypes.CDLL on a library built against another
@@ -1022,6 +1041,11 @@ _NO_GPU = Signature(
         r"No accelerator \([^)]{0,200}\)(?: or platform plugin)? is available(?!\.? - Falling back)",
         r"No supported accelerator \([^)]{0,200}\) available",
         r"No CUDA GPUs are available",
+        # utils/common.py get_nvgpu_memory_capacity (0.4.0-0.5.23): nvidia-smi listed no GPU memory (a MIG
+        # slice, a container without the GPUs; MinerU's SGLang backend, MinerU issue 2724)
+        r"No GPU memory values found\.",
+        # the Docker daemon without the NVIDIA runtime asked for --gpus / a compose GPU reservation
+        r'could not select device driver "nvidia" with capabilities: \[\[gpu\]\]',
         # CANN's device management (adx_dsmi.cpp) finding no NPU in the container (lmdeploy issue 2585)
         r"Get physical device number failed, err: \d+",
         r"No CUDA or HIP available on this system",  # Xinference's device_utils, launching a model on a GPU
@@ -1453,7 +1477,7 @@ _SIGQUIT = re.compile(r"Received sigquit from a child proces")  # "proces" in 0.
 # (v1/engine/utils.py wait_for_engine_startup), torchrun's ChildFailedError summary. Unlike the
 # sigquit line they decide only when no signature explains the log.
 _CHILD_REPORT = re.compile(
-    r"Engine core initialization failed\. See root cause above|^Root Cause \(first observed failure\):|\bChildFailedError\b"
+    r"Engine core initialization failed\. (?:See root cause above|Failed core proc)|^Root Cause \(first observed failure\):|\bChildFailedError\b"
     r"|Engine core proc \w+ died unexpectedly"  # vLLM's client (v1/engine/core_client.py)
     r"|\bEngineCore failed to start\."  # vLLM's engine process (v1/engine/core.py run_engine_core)
     # vLLM's api_server.py (0.6-0.8) when its engine process (MQLLMEngine) exits before it is up
@@ -1481,6 +1505,10 @@ _CHILD_REPORT = re.compile(
     r"|A worker died or was killed while executing a task by an unexpected system error"
     # Ray's core worker (direct_actor_transport.cc) failing the calls queued for an actor that is DEAD
     r"|\bFailing pending tasks for actor \w+ because the actor is already dead\b"
+    # Ray's worker exit record for a worker whose process went away (its text lists an OOM kill as one cause)
+    r"|\bWorker unexpectedly exits with a connection error code \d+"
+    # Vertex AI's endpoint on a serving container that exited while deploying
+    r"|\bModel server exited unexpectedly\b"
     # the kubelet restarting a container that exited (its event, and kubectl describe's line)
     r"|\bBack-off restarting failed container\b"
     # RunPod's serverless host when the worker's process ended
@@ -1623,6 +1651,8 @@ _CRASH = re.compile(r"\b[Ss]egmentation fault"  # (two ranks' reports interleave
                     r"|\bBus error(?:\s+\(core dumped\)|\s*$)"
                     # SIGABRT as faulthandler reports it (a double free in a native library, vllm issue 15687)
                     r"|\bFatal Python error: Aborted\b"
+                    # absl's / Ray's failure signal handler ("*** SIGBUS received at time=1709393443 on cpu 1 ***")
+                    r"|\*\*\* SIG[A-Z]{3,6} received at time=\d+"
                     # a Rust launcher's or router's panic (TGI's launcher and router, sgl-router)
                     r"|\bthread '[^']{1,80}' panicked at\b"
                     # a C++ exception nothing caught (std::terminate's report), a C++ engine's failed check
@@ -1940,8 +1970,11 @@ def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
         return _FLAGS_SIGNATURE
     if sig is None:  # an excerpt that starts below server_args.py's (or vLLM's config's) frame
         sig = _config_refusal(text)
-    if sig is None and text.startswith("KeyError") and any("configuration_auto.py" in f for f in tb.frames):
-        # transformers' CONFIG_MAPPING has no entry for the checkpoint's model_type: too old
+    if sig is None and text.startswith("KeyError") and any(
+            "configuration_auto.py" in f or ("auto_factory.py" in f and "tokenization_auto" in " ".join(tb.frames))
+            for f in tb.frames):
+        # transformers' CONFIG_MAPPING has no entry for the checkpoint's model_type, or TOKENIZER_MAPPING none
+        # for its config class (a GGUF Mistral 3, vllm issue 17210): too old
         return _UNSUPPORTED_SIGNATURE
     if sig is None and text.strip() == "AssertionError" and _failing_line_is(msgs, tb.exception, _CAPABILITY_ASSERT):
         return _NO_KERNEL_SIGNATURE
@@ -2802,9 +2835,10 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
     killed = next((k for k in log.scanned() if _KILLED.matches(msgs[k])), None)
     # a process that crashed inside the communicator (faulthandler's stack ends in pynccl): that crash, not
     # the launcher's report or the SIGKILL of the teardown after it (vllm issue 17770, a Ray worker)
-    crash = next((k for k in log.scanned() if _CRASH.search(msgs[k])), None)
-    if crash is not None and (frame := _crashed_in_communicator(log, crash)) is not None:
-        return _diagnose_at(log, crash, _NCCL_SIGNATURE, (), via=None, extra_evidence=(frame,))
+    # (a crash is often reported twice, by absl's signal handler and then by faulthandler with the stack)
+    for crash in (k for k in log.scanned() if _CRASH.search(msgs[k])):
+        if (frame := _crashed_in_communicator(log, crash)) is not None:
+            return _diagnose_at(log, crash, _NCCL_SIGNATURE, (), via=None, extra_evidence=(frame,))
     if report is not None and killed is not None:
         # the launcher's report that a child died and how it died: by SIGKILL (torchrun's
         # "exitcode : -9" under its ChildFailedError, apple/ml-recurrent-drafter issue 5)
@@ -2896,8 +2930,17 @@ def _crashed_in_communicator(log: _Log, crash: int) -> int | None:
     header = next((k for k in range(crash + 1, min(crash + 6, len(msgs))) if _STACK_HEADER.search(msgs[k])), None)
     if header is None:
         return None
-    frame = next((k for k in range(header + 1, min(header + 4, len(msgs))) if "File " in msgs[k]), None)
-    return frame if frame is not None and "nccl" in msgs[frame].lower() else None
+    # faulthandler prints the other threads first: the crashing one is under "Current thread 0x... (most recent
+    # call first):" (a scheduler's watchdog thread above it, sglang issue 3745)
+    current = next((k for k in range(header, min(header + 60, len(msgs)))
+                    if msgs[k].lstrip().startswith("Current thread ") and _STACK_HEADER.search(msgs[k])), header)
+    frame = next((k for k in range(current + 1, min(current + 4, len(msgs))) if "File " in msgs[k]), None)
+    return frame if frame is not None and _COMMUNICATOR_FRAME.search(msgs[frame]) else None
+
+
+# a frame inside a communicator: NCCL's wrappers (pynccl), or torch.distributed's collectives themselves
+_COMMUNICATOR_FRAME = re.compile(r"(?i)nccl|distributed_c10d\.py\W+line \d+,? in (?:all_reduce|all_gather\w*|"
+                                 r"reduce_scatter\w*|broadcast\w*|all_to_all\w*|barrier|send|recv|reduce|gather|scatter)\b")
 
 
 # utils (common.py) assert_pkg_version: SGLang's start-up check that sgl-kernel / flashinfer are installed at
