@@ -1017,6 +1017,7 @@ def test_a_package_imported_from_outside_the_environment_is_named_with_its_direc
     d = diagnose_log(lines)
     assert d.failure_class == "import-failed" and "transformers" in d.packages
     assert "transformers is imported from /tmp/real/shadow, outside" in d.summary
+    assert "It needs tokenizers>=0.19,<0.20 and found tokenizers 0.22.2." in d.summary
     assert d.advice[0].startswith("transformers (from /tmp/real/shadow) shadows the environment's own copy")
     _, lines = corpus_case(LOGS / "public" / "import-failed.sglang-4159.txt")
     d = diagnose_log(lines)

@@ -2469,6 +2469,12 @@ _OUTSIDE_PACKAGE = re.compile(r'File "(/[^"]*?)/([A-Za-z_]\w*)/__init__\.py"')
 _INSIDE_ROOT = re.compile(r"(?:site|dist)-packages(?:/|$)|/lib(?:64)?/python\d\.\d+$|/lib-dynload$")
 
 
+# transformers' dependency check (utils/versions.py): "tokenizers>=0.19,<0.20 is required for a normal
+# functioning of this module, but found tokenizers==0.22.2."
+_REQUIRED_FOUND = re.compile(r"\b([A-Za-z][\w.-]{0,60}?)([<>=!~]=?[\w.,<>=!~*+-]{1,60}) is required for a normal functioning "
+                             r"of this module, but found [\w.-]{1,60}==([\w.+-]{1,40}?)\.?(?:\s|$)")
+
+
 def _outside_packages(frames: tuple[str, ...], cause: str) -> tuple[tuple[str, str], ...]:
     """(package, directory) for each package a traceback imports from outside site-packages that its
     error names ("... Try: `pip install transformers -U`"): an editable install's subpackages
@@ -2543,8 +2549,11 @@ def _diagnose_import(
     if outside:
         advice = (_outside_advice(outside), *advice)
     where = f" in {raised_in}" if raised_in else ""
+    required = _REQUIRED_FOUND.search(cause)
     summary = (f"The environment cannot import sglang: the import failed{where}"
                + (f"; packages in the traceback: {', '.join(packages)}." if packages else ".")
+               + (f" It needs {required.group(1)}{required.group(2)} and found {required.group(1)} {required.group(3)}."
+                  if required else "")
                + "".join(f" {name} is imported from {root}, outside the environment's site-packages."
                          for name, root in outside))
     return Diagnosis(
