@@ -41,7 +41,8 @@ WEIGHTS_TOLERANCE = 0.03  # and for the weights per GPU
 # what plan answers today on each part: a change to the planner that lowers a figure is a
 # regression against real launches; one that raises it should raise the floor here
 FLOOR = {
-    "tuning": {"verdicts_right": 53, "kv_within_tolerance": 38, "weights_within_tolerance": 37},
+    # Qwen3-14B on an 80 GB Hopper with --enable-lmcache (0.5.7, weights only) added: weights -0.0% as first seen
+    "tuning": {"verdicts_right": 54, "kv_within_tolerance": 38, "weights_within_tolerance": 38},
     # a pool shorter than the --context-length asked for is a note, as SGLang starts and caps requests
     # (managers/tp_worker.py): the H20 launch at --context-length 65536 over a 62k pool is right
     # Kimi-K2.5's vision tower read with SGLang's KimiK25VisionConfig defaults (KV tokens +8.6% -> +1.5%) and
