@@ -580,6 +580,13 @@ def test_triage_imports_no_adapter_library():
 # a path "not implemented for Blackwell"; DeepGEMM's missing header and Neuron's compiler; vLLM's "Failed core
 # proc(s)", Ray's worker exit record, Vertex AI's model server exiting; absl's signal report; vLLM's token
 # budget refusal; TOKENIZER_MAPPING without the config class. All: 376 of 442 (the older 424 at 363).
+# A twelfth round (two collectors: SGLang's failures outside its own tracker, in forks, downstream projects and
+# repositories that commit logs; other engines on the same stack: llama.cpp, TensorRT-LLM, TGI, MLC, OpenLLM,
+# Xinference): 42 logs (37 tuned, 5 held out; three dropped: a Ray actor-table dump, a log transcribed by hand,
+# one cut mid-line). As first seen: 30 of 37 and 2 of 5. The tuned misses taught: TensorRT-LLM's executor out of
+# memory and its all-reduce plugin's MPI failure; the interpreter's "python: No module named X"; BentoML's store
+# and llama.cpp's loader without the model; TVM's "file.cc:N: InternalError: Check failed"; an exception that is
+# itself the report of the child's death (xoscar's ServerClosed twice) is not its cause. All: 378 of 447.
 
 TUNED_ALL = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 # The ninth round's tuned logs the classifier still reads otherwise, each with why: its class is argued
@@ -616,7 +623,7 @@ KNOWN_TUNED_MISSES = {
 }
 TUNED = [p for p in TUNED_ALL if p.name not in KNOWN_TUNED_MISSES]
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 376 of 442 (0.851; the ninth round's runtime bugs are harder); the target is 0.95
+HELDOUT_FLOOR = 0.84  # measured 378 of 447 (0.846; the ninth round's runtime bugs are harder); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

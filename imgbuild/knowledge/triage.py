@@ -363,6 +363,8 @@ CATALOG: tuple[Signature, ...] = (
             # CANN's runtime allocating NPU memory (rtMalloc: "ErrCode=207001, desc=[driver error:out of memory]",
             # MindIE on Ascend 310P, gpustack issue 1909)
             r"desc=\[driver error:out of memory\]",
+            # TensorRT-LLM's executor (PyTorch backend) when building its components ran out of memory
+            r"Executor creation failed due to insufficient GPU memory",
             # ggml's CUDA backend (llama.cpp, Ollama, LocalAI) allocating its buffers
             r"\bcudaMalloc failed: out of memory",
             r"\bCUDA error 2 at \S+:\d+: out of memory",  # ggml-cuda.cu's CUDA_CHECK ("CUDA error %d at %s:%d: %s")
@@ -624,6 +626,8 @@ CATALOG: tuple[Signature, ...] = (
             # HCCL's communicator init failing in a C++ engine (MindIE's runners: "HcclCommInitRootInfo failed.",
             # "... HcclCommInitRootInfo fail, error:2", gpustack issue 2021)
             r"\bHcclCommInit\w* fail(?:ed)?\b",
+            # TensorRT-LLM's all-reduce plugin set-up failing (its C++ stack names the plugin under an MPI error)
+            r"\bAllreducePlugin::initialize\(\)",
             r"\bcall hccl api failed\b",
             # CANN's error codes name their module by the second letter, I for HCCL: EI0002 a collective's
             # notify wait timed out, EI0006 a link between ranks, EI0009 its transport init, EI0013 RoCE's
@@ -712,6 +716,9 @@ CATALOG: tuple[Signature, ...] = (
         MODEL_NOT_FOUND,
         _re(
             r"Repo id must be in the form",
+            # BentoML's model store (OpenLLM 0.x) without the model, and llama.cpp's loader on a missing file
+            r"is not found in BentoML store\b",
+            r"error loading model: failed to open \S+: No such file or directory",
             # vLLM's get_config when the path or repo holds neither config.json nor params.json
             r"Could not detect config format for no config file found",
             r"No supported config format found in \S+",  # the same check, vLLM 0.7-0.8
@@ -987,6 +994,9 @@ _IMPORT = Signature(
         # transformers' lazy module on an import that failed underneath ("Failed to import X because of the
         # following error (look up to see its traceback)")
         r"Failed to import [\w.]+ because of the following error \(look up to see its traceback\)",
+        # the interpreter itself on `python -m X` for a module the environment lacks ("/venv/bin/python: No
+        # module named bentoml", OpenLLM issue 1053)
+        r"\bpython[\d.]*: No module named [\w.]+",
         # a compiled extension built against another torch (C++ symbols are mangled _Z...)
         r"ImportError: .*undefined symbol",
         r"OSError: \S+\.so(?:\.\d+)*: undefined symbol: ",  # ctypes.CDLL on a library built against another
@@ -1677,7 +1687,9 @@ _CRASH = re.compile(r"\b[Ss]egmentation fault"  # (two ranks' reports interleave
                     # TurboMind "[TM][FATAL] comm/device_comm.cc(28): Check failed: 0 ..." (not the NVIDIA kernel
                     # module's "NVRM: ...: Check failed: Out of memory" in dmesg, which is a report, not the crash)
                     # (glog's own prefix is taken off with the log's, leaving the line to start with it)
-                    r"|\.(?:cc|cpp|cu|cuh|h)(?:\(\d+\):|:\d+\]) Check failed: |^Check failed: ")
+                    r"|\.(?:cc|cpp|cu|cuh|h)(?:\(\d+\):|:\d+\]) Check failed: |^Check failed: "
+                    # TVM's runtime (MLC-LLM): "memory_manager.cc:115: InternalError: Check failed: (...) is false"
+                    r"|\.(?:cc|cpp|h):\d+: \w*Error: Check failed: ")
 # a glog record at ERROR or FATAL level that says something failed (Mooncake's transfer engine: "E0115 ...
 # rdma_context.cpp:81] Failed to open device mlx5_8", Mooncake issue 1384); gRPC's harmless E-level notes
 # ("grpc_wait_for_shutdown_with_timeout() timed out") say no such thing
@@ -2907,11 +2919,13 @@ def _diagnose_child_report(log: _Log, report: int) -> Diagnosis:
     # though no signature knows it; a broken pipe, an EOF or a dead engine there is only a peer noticing
     # (or the traceback the report itself opens: vLLM's "EngineCore failed to start." then its traceback; or a
     # native crash of the child's, a device-side assert or a bus error, above the report)
-    own_tb = next(
-        (tb.exception for tb in log.tracebacks if report <= tb.start <= report + 2 and tb.exception is not None), None)
+    # (an exception that is itself a report of the child's death, xoscar's ServerClosed raised twice, is not its cause)
+    own_tb = next((tb.exception for tb in log.tracebacks if report <= tb.start <= report + 2 and tb.exception is not None
+                   and not _CHILD_REPORT.search(msgs[tb.exception])), None)
     above = own_tb if own_tb is not None else next(
         (k for k in log.hot_in(0, report, scan=True)
-         if (_EXCEPTION.match(msgs[k].strip()) and not _PEER_GONE.match(msgs[k].strip())) or _CRASH.search(msgs[k])), None)
+         if (_EXCEPTION.match(msgs[k].strip()) and not _PEER_GONE.match(msgs[k].strip())
+             and not _CHILD_REPORT.search(msgs[k])) or _CRASH.search(msgs[k])), None)
     if above is not None:
         cause = _exception_text(msgs, above)
         if (refusal := _config_refusal(cause)) is not None:
