@@ -597,8 +597,6 @@ KNOWN_TUNED_MISSES = {
     "unknown.vllm-12189.txt": "CUDA re-initialised in a forked worker; the store timeout it leads to is read as the cause",
     "child-failed.vllm-20767.txt": "a CI summary of a forked test that failed, with nothing of the child's",
     "model-not-found.sglang-5035.txt": "a JSONDecodeError on the safetensors index: a broken download, the text does not say",
-    "no-gpu-visible.vllm-8243.txt": "a bare NotImplementedError from get_device_capability (no platform detected)",
-    "flags-refused.vllm-12522.txt": "a bare NotImplementedError from the platform's config check",
     "flags-refused.vllm-17327.txt": "a quantization block the TP split does not divide: an earlier log's label for the same "
                                     "kind of text is unknown (kenrollins nemotron-tp-tiling)",
     "flags-refused.vllm-3772.txt": "the same divisibility refusal, one line",

@@ -1988,6 +1988,13 @@ def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
         # transformers' CONFIG_MAPPING has no entry for the checkpoint's model_type, or TOKENIZER_MAPPING none
         # for its config class (a GGUF Mistral 3, vllm issue 17210): too old
         return _UNSUPPORTED_SIGNATURE
+    if sig is None and text.strip() == "NotImplementedError" and tb.frames:
+        # vLLM's platforms: the base Platform (interface.py) answers only where no device platform was detected;
+        # a platform's check_and_update_config refuses the configuration asked for (vllm issues 8243, 12522)
+        if "vllm/platforms/interface.py" in tb.frames[-1]:
+            return _NO_GPU
+        if tb.frames[-1].endswith("in check_and_update_config"):
+            return _VLLM_FLAGS_SIGNATURE
     if sig is None and text.strip() == "AssertionError" and _failing_line_is(msgs, tb.exception, _CAPABILITY_ASSERT):
         return _NO_KERNEL_SIGNATURE
     if sig is None and text.startswith("AssertionError") and _failing_line_is(msgs, tb.exception, _GPU_PRESENT_ASSERT):
