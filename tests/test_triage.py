@@ -1041,6 +1041,17 @@ def test_a_package_imported_from_outside_the_environment_is_named_with_its_direc
     assert d.failure_class == "import-failed" and "outside" not in d.summary and "shadows" not in d.advice[0]
 
 
+def test_torchvision_built_for_another_torch_is_named_as_the_package_that_failed():
+    """Real SGLang 0.5.11 with torch 2.9.1 in place of its locked 2.11 (tests/data/failure-logs/local): the
+    locked torchvision's operators are not registered in that torch; the failure is torchvision's, and the
+    advice is to install the release's torch and torchvision together, not to look at torch alone."""
+    _, lines = corpus_case(LOGS / "local" / "import-failed.local-sglang-0.5.11-torch-2.9.1.txt")
+    d = diagnose_log(lines)
+    assert (d.failure_class, d.cause) == ("import-failed", "RuntimeError: operator torchvision::nms does not exist")
+    assert "the import failed in torchvision" in d.summary
+    assert d.advice[0].startswith("torchvision was built for another torch than the one installed")
+
+
 def test_a_check_sglang_0_5_23_asserts_in_arg_groups_is_flags_refused():
     """0.5.19+ moved server_args' checks into arg_groups/; an assert there (real 0.5.23, --device cpu
     on a Gated DeltaNet hybrid) refuses the launch like one in server_args.py, and the generator keeps

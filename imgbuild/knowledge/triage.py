@@ -2516,6 +2516,10 @@ def _dist_name(module: str) -> str:
     return module.replace("_", "-").lower()
 
 
+# a compiled package's operator missing from torch's registry ("operator torchvision::nms does not exist")
+_OPERATOR_MISSING = re.compile(r"\boperator (torch\w+)::\w+ does not exist\b")
+
+
 def _package_versions(log: _Log) -> dict[str, str]:
     """Versions the log states: dist-info directories in paths, `pkg==1.2` pins and
     check_env's `pkg: 1.2` lines; keyed by distribution name."""
@@ -2559,6 +2563,13 @@ def _diagnose_import(
         advice = ("sgl-kernel's CUDA build needs libcuda.so.1: start the container with the GPUs "
                   "(docker run --gpus, certify does this) on a host with the NVIDIA driver, or use "
                   "the CPU build of sgl-kernel for --device cpu.", LOCK_ADVICE)
+    elif (operator := _OPERATOR_MISSING.search(cause)) is not None:
+        # torchvision's (torchaudio's) meta registrations look up their own compiled operators in torch: with a
+        # torch other than the one the package was built for, none is registered (pytorch/vision issue 8127)
+        raised_in = _dist_name(operator.group(1))
+        advice = (f"{raised_in} was built for another torch than the one installed (its compiled operator "
+                  f"{operator.group(0).split()[1]} is not registered): install the torch and {raised_in} that the "
+                  "SGLang release pins, together.", LOCK_ADVICE)
     elif any("undefined symbol" in m for m in block):
         advice = ("A compiled extension was built against another torch (an undefined C++ symbol): "
                   "install the torch and sgl-kernel (or flash-attn) that the SGLang release pins, "
