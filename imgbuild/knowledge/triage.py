@@ -2550,32 +2550,12 @@ def _diagnose_import(
     packages = tuple(f"{_dist_name(mod)} {versions[_dist_name(mod)]}" if _dist_name(mod) in versions
                      else _dist_name(mod) for mod in modules)
     raised_in = _dist_name(modules[-1]) if modules else None
-    no_driver = any("libcuda.so" in m for m in block)
     if _NO_GPU.matches(cause) and not _cpu_launch(log):
         # the driver's own library is missing: the container or pod runs without the NVIDIA runtime
         # (GPUStack's pods, gpustack issue 5122), as an OSError for it says; a CPU launch is the
         # CUDA-only build's fault instead (below)
         return _diagnose_at(log, index, _NO_GPU, frames, via=via)
-    advice: tuple[str, ...]
-    if no_driver and _cpu_launch(log):
-        advice = (CPU_ADVICE,)
-    elif no_driver:
-        advice = ("sgl-kernel's CUDA build needs libcuda.so.1: start the container with the GPUs "
-                  "(docker run --gpus, certify does this) on a host with the NVIDIA driver, or use "
-                  "the CPU build of sgl-kernel for --device cpu.", LOCK_ADVICE)
-    elif (operator := _OPERATOR_MISSING.search(cause)) is not None:
-        # torchvision's (torchaudio's) meta registrations look up their own compiled operators in torch: with a
-        # torch other than the one the package was built for, none is registered (pytorch/vision issue 8127)
-        raised_in = _dist_name(operator.group(1))
-        advice = (f"{raised_in} was built for another torch than the one installed (its compiled operator "
-                  f"{operator.group(0).split()[1]} is not registered): install the torch and {raised_in} that the "
-                  "SGLang release pins, together.", LOCK_ADVICE)
-    elif any("undefined symbol" in m for m in block):
-        advice = ("A compiled extension was built against another torch (an undefined C++ symbol): "
-                  "install the torch and sgl-kernel (or flash-attn) that the SGLang release pins, "
-                  "together.", LOCK_ADVICE)
-    else:
-        advice = (LOCK_ADVICE,)
+    advice, raised_in = _import_advice(log, block, cause, raised_in)
     if outside:
         advice = (_outside_advice(outside), *advice)
     where = f" in {raised_in}" if raised_in else ""
@@ -2597,6 +2577,31 @@ def _diagnose_import(
         ready=log.ready,
         packages=packages,
     )
+
+
+def _import_advice(log: _Log, block: list[str], cause: str, raised_in: str | None) -> tuple[tuple[str, ...], str | None]:
+    """What to do about an import that failed, by what the traceback's block shows, and the package at fault
+    where the cause names another than the last frame's."""
+    no_driver = any("libcuda.so" in m for m in block)
+    if no_driver and _cpu_launch(log):
+        return (CPU_ADVICE,), raised_in
+    if no_driver:
+        return ("sgl-kernel's CUDA build needs libcuda.so.1: start the container with the GPUs "
+                "(docker run --gpus, certify does this) on a host with the NVIDIA driver, or use "
+                "the CPU build of sgl-kernel for --device cpu.", LOCK_ADVICE), raised_in
+    if (operator := _OPERATOR_MISSING.search(cause)) is not None:
+        # torchvision's (torchaudio's) meta registrations look up their own compiled operators in torch: with a
+        # torch other than the one the package was built for, none is registered (pytorch/vision issue 9174;
+        # vllm-ascend pins torchvision to its torch for this, its PR 479)
+        package = _dist_name(operator.group(1))
+        return (f"{package} was built for another torch than the one installed (its compiled operator "
+                f"{operator.group(0).split()[1]} is not registered): install the torch and {package} that the "
+                "SGLang release pins, together.", LOCK_ADVICE), package
+    if any("undefined symbol" in m for m in block):
+        return ("A compiled extension was built against another torch (an undefined C++ symbol): "
+                "install the torch and sgl-kernel (or flash-attn) that the SGLang release pins, "
+                "together.", LOCK_ADVICE), raised_in
+    return (LOCK_ADVICE,), raised_in
 
 
 def _outside_advice(outside: tuple[tuple[str, str], ...]) -> str:
