@@ -291,19 +291,41 @@ def _dsa_forced_dp_attention(launch: LaunchConfig, g: ModelGeometry, version: st
     return replace(launch, values={**launch.values, "enable_dp_attention": True, "dp_size": tp})
 
 
+def _piecewise_flag(rules: Rules, v: dict, model_path: str) -> bool | None:
+    """Piecewise CUDA graphs as the flags decide them, None where the release's default for the model decides
+    (knowledge/memory.py). 0.5.10-0.5.13's _handle_piecewise_cuda_graph (server_args.py) turns them off for
+    these settings before _handle_gpu_memory_settings reserves their memory; --enforce-piecewise-cuda-graph
+    skips every such turning off. (0.5.14 on, the reserve does not follow these flags: held against 0.5.23.)"""
+    if v.get("enforce_piecewise_cuda_graph"):
+        return True
+    release = Version(rules.version)
+    off = rules.era == "0.5.10" and any((
+        release < Version("0.5.11") and v.get("speculative_algorithm") is not None,  # (0.5.10 only)
+        v.get("moe_a2a_backend") not in (None, "none"),
+        bool(v.get("lora_paths")) or bool(v.get("enable_lora")),
+        v.get("load_format") == "gguf" or v.get("quantization") == "gguf" or model_path.endswith(".gguf"),
+        v.get("dllm_algorithm") is not None,
+        float(v.get("cpu_offload_gb") or 0) > 0 or bool(v.get("enable_hierarchical_cache")),
+        bool(v.get("enable_deterministic_inference")),
+        v.get("disaggregation_mode") not in (None, "null"),
+        bool(v.get("enable_symm_mem")),
+        bool(v.get("enable_eplb")) or v.get("expert_distribution_recorder_mode") is not None,
+        int(v.get("attn_cp_size") or v.get("attention_context_parallel_size") or 1) > 1,  # (its dest in 0.5.10-0.5.13)
+        release >= Version("0.5.11") and bool(v.get("debug_cuda_graph")),
+        release >= Version("0.5.13") and bool(v.get("enable_dsa_prefill_context_parallel")),
+    ))
+    if v.get("disable_piecewise_cuda_graph") or off:
+        return False
+    return True if v.get("enable_piecewise_cuda_graph") else None
+
+
 def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: GpuView, model_path: str, *,
                   compute_capability: str | None = None) -> MemoryInputs:
     """The planner's inputs from the parsed launch. Over 60 lines because it is one keyword per
     MemoryInputs field the flags set. ``compute_capability``: the GPU's (matrix.yaml); a CUDA GPU's also
     feeds the GPU-generation refusals (knowledge/argchecks.py), a ROCm GPU's gfx version is no SM."""
     v = launch.values
-    piecewise: bool | None = None
-    if v.get("enable_piecewise_cuda_graph"):
-        piecewise = True
-    if v.get("disable_piecewise_cuda_graph"):
-        piecewise = False
-    if v.get("enforce_piecewise_cuda_graph"):
-        piecewise = True  # _handle_piecewise_cuda_graph skips every auto-disable (0.5.10-0.5.13)
+    piecewise = _piecewise_flag(rules, v, model_path)
     draft_path = v.get("speculative_draft_model_path")
     cuda_cc = compute_capability if gpus.platform == "cuda" else None
     refused = refusal(rules.version, v, (g.architecture,) if g.architecture else (), compute_capability=cuda_cc,

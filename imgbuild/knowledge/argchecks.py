@@ -8,7 +8,8 @@ held against SGLang's own parser for 0.5.9, 0.5.11 and 0.5.23 (tests/test_sglang
 rule's handler names the function that raises it in the newest release it covers (server_args.py's
 ServerArgs methods up to 0.5.17, arg_groups/*.py after). Rules are listed in the order SGLang runs
 them, so the first one that applies is the error SGLang prints. The per-architecture support lists
-(layer-norm SP, MegaMoE, CP decode attention TP, language-model-only, DSA, DeepEP v2) and the
+(layer-norm SP, MegaMoE, CP decode attention TP, language-model-only, DSA, DeepEP v2, GPT-OSS's attention
+backends) and the
 quantization registry are kept per release and read config.json's architectures, which plan passes
 in. The GPU-generation rules (TRT-LLM and CuTe DSL attention, MXFP8 / NVFP4 KV caches, MegaMoE,
 nvfp4_online) read a CUDA GPU's compute capability, which plan passes in from matrix.yaml, and stay
@@ -190,6 +191,16 @@ _DSA: _ArchList = (
                           "Glm5NextForConditionalGeneration", "Glm5NextForConditionalGenerationNextN",
                           "HYV4ForCausalLM", "HYV4ForCausalLMNextN")),
 )
+# the GPT-OSS branch of the model adjustments (server_args.py _handle_model_specific_adjustments through 0.5.18,
+# arg_groups/model_hook.py after): the attention backends it asserts the prefill and the decode backend are among
+_GPT_OSS_BACKENDS: _ArchList = (
+    ("0.5.1", "0.5.3", ("triton", "trtllm_mha", "fa3")),
+    ("0.5.3.post1", "0.5.7", ("triton", "trtllm_mha", "fa3", "fa4")),
+    ("0.5.8", "0.5.9", ("triton", "trtllm_mha", "fa3", "fa4", "ascend")),
+    ("0.5.10", "0.5.10.post1", ("triton", "trtllm_mha", "fa3", "fa4", "ascend", "aiter")),
+    ("0.5.11", "0.5.12.post1", ("triton", "trtllm_mha", "fa3", "fa4", "ascend", "intel_xpu", "aiter")),
+    ("0.5.13", "0.5.23", ("triton", "trtllm_mha", "fa3", "fa4", "ascend", "intel_amx", "intel_xpu", "aiter")),
+)
 _ARCHS = "_architectures"  # first_refusal's key for config.json's architectures (no SGLang dest has this name)
 _VERSION = "_version"
 _CC = "_compute_capability"  # matrix.yaml's compute capability of a CUDA GPU ("8.6"); absent: not known
@@ -216,6 +227,23 @@ def _first_arch_outside(values: Values, segments: _ArchList) -> bool:
 def _no_arch_inside(values: Values, segments: _ArchList) -> bool:
     names, archs = _arch_list(values, segments), _archs(values)
     return names is not None and bool(archs) and not any(a in names for a in archs)
+
+
+def _gpt_oss_backends(values: Values) -> tuple[str | None, str | None]:
+    """get_attention_backends(): a phase's own backend, else --attention-backend (None when neither is given)."""
+    attention = _v(values, "attention_backend")
+    return _v(values, "prefill_attention_backend") or attention, _v(values, "decode_attention_backend") or attention
+
+
+def _gpt_oss_backends_refused(values: Values) -> bool:
+    # with no backend named at all SGLang picks one of its own (trtllm_mha on SM100, fa3 on SM90, else triton);
+    # one phase's backend named alone leaves the other None, which the assert refuses
+    names, archs = _arch_list(values, _GPT_OSS_BACKENDS), _archs(values)
+    if names is None or not archs or archs[0] != "GptOssForCausalLM":
+        return False
+    prefill, decode = _gpt_oss_backends(values)
+    named = prefill is not None or decode is not None
+    return named and (prefill not in names or decode not in names)
 
 
 def _lmo_reaches_list(values: Values) -> bool:
@@ -601,6 +629,11 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: "ValueError: --enable-cp-decode-attn-tp is only supported for models whose attention linears are "
                        f"replicated across CP ranks (attn_tp_size=1). Got {_archs(v)[0]}; supported: "
                        f"{sorted(_arch_list(v, _CP_DECODE_ATTN_TP) or ())}."),
+    ArgCheck("gpt-oss-attention-backends", "arg_groups/model_hook.py handle_model_specific_adjustments",
+             "0.5.1", "0.5.23", _gpt_oss_backends_refused,
+             lambda v: f"AssertionError: GptOssForCausalLM requires one of {list(_arch_list(v, _GPT_OSS_BACKENDS) or ())} "
+                       "attention backend, but got the following backends\n"
+                       f"- Prefill: {_gpt_oss_backends(v)[0]}\n- Decode: {_gpt_oss_backends(v)[1]}\n"),
     ArgCheck("prefill-kv-dequant-needs-nvfp4", "arg_groups/kv_cache_hook.py handle_nvfp4_prefill_kv_dequant_dtype",
              "0.5.21", "0.5.23",
              lambda v: _v(v, "kv_cache_dtype", "auto") != "nvfp4" and _v(v, "prefill_kv_cache_dequant_dtype", "auto") != "auto",
