@@ -231,7 +231,16 @@ DENSE_CASES = [
     ["--cpu-offload-gb", "1"], ["--enable-hierarchical-cache"], ["--moe-a2a-backend", "deepep"],
     ["--disaggregation-mode", "prefill"], ["--debug-cuda-graph"], ["--enable-torch-compile"],
     ["--enforce-piecewise-cuda-graph", "--enable-deterministic-inference"],
-    ["--speculative-algorithm", "NGRAM"],
+    ["--speculative-algorithm", "NGRAM"], ["--piecewise-cuda-graph-max-tokens", "8192"],
+    ["--enable-piecewise-cuda-graph", "--piecewise-cuda-graph-max-tokens", "512"],
+]
+# an MLA model (DeepSeek-V2-Lite): the piecewise CUDA graphs' reserve by release (0.5.8-0.5.9 capture up to 2048
+# tokens, 0.5.10 on reserve 1.5 GiB) and the XPU backend's MLA rule (found by held-back samples, seeds 107 and 137)
+MLA_CASES = [
+    [], ["--enable-piecewise-cuda-graph"], ["--enable-piecewise-cuda-graph", "--chunked-prefill-size", "16384"],
+    ["--enable-piecewise-cuda-graph", "--piecewise-cuda-graph-max-tokens", "8192"],
+    ["--prefill-attention-backend", "intel_xpu"], ["--attention-backend", "intel_xpu"],
+    ["--decode-attention-backend", "intel_xpu"],
 ]
 # GPT-OSS's own assert on the attention backends (found by a held-back sample, seed 101): one phase's backend
 # named alone leaves the other None
@@ -245,14 +254,15 @@ GPT_OSS_CASES = [
 
 
 @pytest.mark.network
-def test_plan_agrees_with_sglang_on_a_dense_model_and_on_gpt_oss(sglang_release: tuple[str, str]) -> None:
-    """Llama 3.1 8B (tests/data/models) and GPT-OSS 20B (tests/data/plan_logs/models) at TP 2 through SGLang's own
-    parser: the outcome, its message and the resolved defaults."""
+def test_plan_agrees_with_sglang_on_dense_mla_and_gpt_oss_models(sglang_release: tuple[str, str]) -> None:
+    """Llama 3.1 8B (tests/data/models), DeepSeek-V2-Lite and GPT-OSS 20B (tests/data/plan_logs/models) at TP 2
+    through SGLang's own parser: the outcome, its message and the resolved defaults."""
     from differential import run
 
     version, python = sglang_release
     differing = {}
     for folder, cases in ((ROOT / "tests" / "data" / "models" / "llama-3.1-8b", DENSE_CASES),
+                          (ROOT / "tests" / "data" / "plan_logs" / "models" / "deepseek-v2-lite", MLA_CASES),
                           (ROOT / "tests" / "data" / "plan_logs" / "models" / "gpt-oss-20b", GPT_OSS_CASES)):
         report = run(python, version, cases, model=str(folder))
         differing |= {f"{folder.name} {' '.join(r['flags'])}": r["differs"] for r in report["rows"] if r["differs"]}

@@ -350,6 +350,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         max_prefill_tokens=int(v.get("max_prefill_tokens") or 16384),
         disable_cuda_graph=bool(v.get("disable_cuda_graph")),
         piecewise_cuda_graph=piecewise,
+        piecewise_max_tokens=int(v["piecewise_cuda_graph_max_tokens"]) if v.get("piecewise_cuda_graph_max_tokens") else None,
         max_running_requests=launch.max_running_requests,
         max_total_tokens=launch.max_total_tokens,
         context_length=launch.context_length,

@@ -201,6 +201,36 @@ _GPT_OSS_BACKENDS: _ArchList = (
     ("0.5.11", "0.5.12.post1", ("triton", "trtllm_mha", "fa3", "fa4", "ascend", "intel_xpu", "aiter")),
     ("0.5.13", "0.5.23", ("triton", "trtllm_mha", "fa3", "fa4", "ascend", "intel_amx", "intel_xpu", "aiter")),
 )
+# the architectures encoder disaggregation (--encoder-only, --language-only) runs (server_args.py
+# _handle_encoder_disaggregation 0.5.10-0.5.18, arg_groups/pd_disaggregation_hook.py after), and the names its
+# refusal gives them
+_QWEN_ENCODERS = ("Qwen2VLForConditionalGeneration", "Qwen3VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration",
+                  "Qwen3VLMoeForConditionalGeneration", "Qwen3OmniMoeForConditionalGeneration",
+                  "Qwen2AudioForConditionalGeneration", "Qwen2_5OmniForConditionalGeneration")
+_ENCODERS_0_5_11 = (*_QWEN_ENCODERS, "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                    "KimiVLForConditionalGeneration", "KimiK25ForConditionalGeneration")
+_ENCODERS_0_5_13 = (*_ENCODERS_0_5_11, "InternS2PreviewForConditionalGeneration", "MiMoV2ForCausalLM")
+_ENCODERS_0_5_19 = (*_ENCODERS_0_5_13, "KimiK3ForConditionalGeneration", "Dots3NoteForCausalLM")
+_ENCODER_DISAGGREGATION: _ArchList = (
+    ("0.5.10", "0.5.10.post1", _QWEN_ENCODERS),
+    ("0.5.11", "0.5.11", _ENCODERS_0_5_11),
+    ("0.5.12", "0.5.12.post1", (*_ENCODERS_0_5_11, "InternS2PreviewForConditionalGeneration")),
+    ("0.5.13", "0.5.16", _ENCODERS_0_5_13),
+    ("0.5.17", "0.5.18", (*_ENCODERS_0_5_13, "KimiK3ForConditionalGeneration")),
+    ("0.5.19", "0.5.19", _ENCODERS_0_5_19),
+    ("0.5.20", "0.5.22", (*_ENCODERS_0_5_19, "Glm5NextForConditionalGeneration")),
+    ("0.5.23", "0.5.23", (*_ENCODERS_0_5_19, "Glm5NextForConditionalGeneration", "MiniMaxM3SparseForConditionalGeneration",
+                          "MuseSparkForConditionalGeneration")),
+)
+_ENCODER_NAMES = "Qwen2VL, Qwen3VL, Qwen3.5, InternS2, Qwen2Audio, Qwen2.5Omni"
+_ENCODER_DISAGGREGATION_TAIL: _ArchList = (
+    ("0.5.10", "0.5.12.post1", (", only Qwen models are supported for now.",)),
+    ("0.5.13", "0.5.18", (f". Supported architectures: {_ENCODER_NAMES}, Kimi, MiMoV2.",)),
+    ("0.5.19", "0.5.19", (f". Supported architectures: {_ENCODER_NAMES}, Dots3-Note, Kimi, MiMoV2.",)),
+    ("0.5.20", "0.5.22", (f". Supported architectures: {_ENCODER_NAMES}, Dots3-Note, Kimi, MiMoV2, GLM5Next.",)),
+    ("0.5.23", "0.5.23", (f". Supported architectures: {_ENCODER_NAMES}, Dots3-Note, Kimi, MiMoV2, GLM5Next, "
+                          "MiniMax-M3, MuseSpark.",)),
+)
 _ARCHS = "_architectures"  # first_refusal's key for config.json's architectures (no SGLang dest has this name)
 _VERSION = "_version"
 _CC = "_compute_capability"  # matrix.yaml's compute capability of a CUDA GPU ("8.6"); absent: not known
@@ -684,6 +714,12 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: _decode_attn(v) == "trtllm_mha" and _gpu_outside(v, _SM90, _SM100, _SM120),
              lambda v: "ValueError: TRTLLM MHA backend for decode is only supported on Hopper (SM90), Blackwell (SM100) and "
                        "(SM120) GPUs. Please use a different decode backend."),
+    # the same function's last check (0.5.11-0.5.19), after its FA3, aiter and XPU notes
+    ArgCheck("intel-xpu-mla-decode-only", "arg_groups/attention_hook.py handle_attention_backend_compatibility",
+             "0.5.11", "0.5.19", lambda v: bool(v.get(_MLA)) and _prefill_attn(v) == "intel_xpu",
+             lambda v: "ValueError: intel_xpu backend is only supported on decode for MLA models, please set "
+                       "--decode-attention-backend to intel_xpu and do not set --attention-backend or "
+                       "--prefill-attention-backend to intel_xpu for prefill instead use triton."),
     ArgCheck("mamba-stochastic-rounding-fp16", "arg_groups/mamba_hook.py handle_mamba_backend", "0.5.15", "0.5.23",
              lambda v: bool(_v(v, "enable_mamba_cache_stochastic_rounding")) and _v(v, "mamba_ssm_dtype") != "float16",
              lambda v: "ValueError: Stochastic rounding for the Mamba SSM cache requires --mamba-ssm-dtype float16, got "
@@ -891,6 +927,12 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("language-only-encoder-urls", "_handle_encoder_disaggregation", "0.5.7", "0.5.12.post1",
              lambda v: bool(_v(v, "language_only")) and not _v(v, "encoder_urls") and not _v(v, "encoder_only"),
              lambda v: "ValueError: requires at least one encoder urls to be set via --encoder-urls"),
+    # then (after a mooncake transfer's IB devices, which need the machine) the model's architecture
+    ArgCheck("encoder-disaggregation-architectures", "arg_groups/pd_disaggregation_hook.py handle_encoder_disaggregation",
+             "0.5.10", "0.5.23",
+             lambda v: bool(_v(v, "encoder_only") or _v(v, "language_only")) and _first_arch_outside(v, _ENCODER_DISAGGREGATION),
+             lambda v: f"ValueError: Model type {_archs(v)[0]} is not supported for encoder disaggregation"
+                       f"{(_arch_list(v, _ENCODER_DISAGGREGATION_TAIL) or ('',))[0]}"),
     ArgCheck("host-receive-threshold-range", "arg_groups/pd_disaggregation_hook.py handle_pd_disaggregation",
              "0.5.21", "0.5.23",
              lambda v: _v(v, "disaggregation_decode_host_receive_threshold") is not None

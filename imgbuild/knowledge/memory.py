@@ -656,6 +656,26 @@ def piecewise_token_count(max_tokens: int) -> int:
     return len(piecewise_token_sizes(max_tokens))
 
 
+def piecewise_reserve_mib(inp: MemoryInputs, chunked: int) -> float:
+    """What _handle_gpu_memory_settings (server_args.py) reserves for piecewise CUDA graphs, by release (read in
+    the wheels): nothing up to 0.5.5; piecewise_cuda_graph_max_tokens // 4 in 0.5.6 (4096 unless given) and // 8
+    in 0.5.7 (the chunked prefill size unless given); from 0.5.8, 8 MiB a captured size up to the max tokens (the
+    chunked prefill size, 2048 for an MLA model, unless given), but 1.5 GiB for an MLA model from 0.5.10."""
+    key, mla, given = _vkey(inp.rules.version), inp.geometry.mla, inp.piecewise_max_tokens
+    if key < _vkey("0.5.6"):
+        return 0.0
+    if key < _vkey("0.5.7"):
+        return float((given or 4096) // 4)
+    if key < _vkey("0.5.8"):
+        return float((given or chunked) // 8)
+    if mla and key >= _vkey("0.5.10"):
+        return 1.5 * 1024
+    sizes = piecewise_token_sizes(min(given or (2048 if mla else chunked), inp.max_total_tokens or 1 << 30))
+    if key < _vkey("0.5.9"):  # 0.5.8's list starts its fourth range at 640, not 576
+        sizes = [size for size in sizes if size != 576]
+    return len(sizes) * 8.0
+
+
 def vlm_mfs_factor(v: VisionGeometry | None) -> float:
     """server_args.py ``adjust_mem_fraction_for_vlm``: it reads
     vision_config.num_hidden_layers (24 when absent, as for Qwen3-VL's ``depth``)."""
@@ -755,6 +775,7 @@ class MemoryInputs:
     max_prefill_tokens: int = 16384
     disable_cuda_graph: bool = False
     piecewise_cuda_graph: bool | None = None  # None: the version's default for this model
+    piecewise_max_tokens: int | None = None  # --piecewise-cuda-graph-max-tokens
     max_running_requests: int | None = None
     max_total_tokens: int | None = None
     context_length: int | None = None
@@ -997,7 +1018,7 @@ def default_mem_fraction_static(inp: MemoryInputs, *, chunked: int, graph_bs: in
         if graph_bs > 300:
             reserved += graph_bs * inp.dp_size * 1.5
     if piecewise:
-        reserved += 1.5 * 1024 if g.mla else piecewise_token_count(min(chunked if not g.mla else 2048, inp.max_total_tokens or 1 << 30)) * 8
+        reserved += piecewise_reserve_mib(inp, chunked)
     if gpu_mem > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     algo = _spec_family(inp.speculative_algorithm)
