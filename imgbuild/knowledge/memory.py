@@ -1554,6 +1554,14 @@ def _model_runner_multimodal_factor(inp: MemoryInputs) -> float:
     return 0.95 if key < _vkey("0.4.4.post4") else 0.90
 
 
+# configs/model_config.py is_multimodal_chunked_prefill_supported (the same list 0.5.16-0.5.23): multimodal models
+# whose prefill cannot be chunked. From 0.5.16 the server-args resolution turns chunked prefill off for them
+# (arg_groups/model_hook.py handle_model_capability_adjustments, after the memory settings); before, only the
+# model runner did, at load, which the parsed arguments do not show.
+_UNCHUNKED_MULTIMODAL = frozenset({"Grok1VForCausalLM", "Grok1AForCausalLM", "LlavaLlamaForCausalLM",
+                                   "MllamaForConditionalGeneration", "MossVLForConditionalGeneration", "CLIPModel"})
+
+
 def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
     """Phase 1, free memory and mem-fraction-static: the defaults server_args.py fills in
     (_handle_gpu_memory_settings, _handle_speculative_decoding, _handle_mamba_radix_cache)."""
@@ -1581,6 +1589,9 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
         inp, chunked=chunked, graph_bs=graph_bs, piecewise=piecewise
     )
     mfs *= _model_runner_multimodal_factor(inp)
+    if inp.geometry.multimodal and inp.geometry.architecture in _UNCHUNKED_MULTIMODAL \
+            and _vkey(inp.rules.version) >= _vkey("0.5.16"):
+        chunked = -1
     mrr_flag, draft_tokens = _speculative_defaults(inp, algo)
     context = _context_length(inp, out)
     aiter = aiter_mfs_factor(inp, context)
