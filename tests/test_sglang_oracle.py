@@ -1,7 +1,8 @@
 """plan against SGLang's own parser: the real sglang 0.5.9, 0.5.11 and 0.5.23 wheels, each with its whole locked stack
 (locks/sglang-V-cp311-x86_64.txt: torch, transformers, sgl-kernel ...) installed by uv into a
 throwaway venv, and SGLang's prepare_server_args run on a corpus of flag sets generated from that
-release's own flag table (tests/oracle/). Only the GPU probes are patched (named in
+release's own flag table (tests/oracle/), and on short case lists for other models (a dense, an MLA, a Gemma 3, a
+Mllama and a GPT-OSS config, where rules the seed model never reaches apply). Only the GPU probes are patched (named in
 tests/oracle/sglang_parse.py); nothing else of SGLang is stood in for.
 
 plan must agree on the outcome (accepted / refused by argparse / refused after it, with SGLang's
