@@ -304,6 +304,7 @@ _MM_DISABLED = (
 
 
 def _runs_as_text(version: str, g: ModelGeometry, v: dict) -> bool:
+    """The release runs this multimodal architecture as a text model (ModelConfig.is_multimodal False)."""
     release = Version(version)
     disabled = next((archs for since, archs in reversed(_MM_DISABLED) if release >= Version(since)), ())
     transformers = release >= Version("0.5.10") and v.get("model_impl") == "transformers"

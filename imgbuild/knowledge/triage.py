@@ -3041,7 +3041,7 @@ def _diagnose_killed(log: _Log) -> Diagnosis | None:
 _STATED_FAILURE = re.compile(r"\b(?:ERROR|FATAL|CRITICAL)\b|\[(?:error|fatal)\]|\blevel=(?:error|fatal)\b"
                              r"|\b[A-Z]\w*(?:Error|Exception)\b[:!]|\berror:|\b(?:[Ff]ailed|FAILED)\b|\bfault\b")
 # ... but not a record at INFO, DEBUG or WARNING level that something failed, which the program goes on
-# after ("warning: failed to mlock ...", llama.cpp), nor so a relay of another stream's INFO line at ERROR
+# after ("warning: failed to mlock ...", llama.cpp), nor a relay of another stream's INFO line at ERROR
 # level (FastChat's "| ERROR | stderr | INFO:     Uvicorn running on ..."); nor pip's note on its resolver,
 # nor the NVIDIA kernel module's reports in dmesg (NVRM: ...), which are not the program's failure
 _NOT_A_FAILURE = re.compile(r"^\s*(?:warning|Warning)\b|\b[IW]\d{4} |\b(?:WARNING|WARN|INFO|DEBUG)\b"
