@@ -122,6 +122,15 @@ def test_quantization_rules_stay_silent_for_a_quantized_checkpoint() -> None:
     assert first_refusal("0.5.23", {"moe_runner_backend": "flashinfer_cutedsl"}, checkpoint_quantization="modelopt_fp4") is None
 
 
+def test_gpt_oss_moe_asserts_see_the_flag_not_the_checkpoint() -> None:
+    """GPT-OSS's adjustments read the checkpoint's mxfp4 without copying it into server_args.quantization, so
+    the CuteDSL MoE assert sees None (found by a held-back sample through SGLang 0.5.11's own parser)."""
+    refused = first_refusal("0.5.11", {"moe_runner_backend": "flashinfer_cutedsl"}, ("GptOssForCausalLM",),
+                            checkpoint_quantization="mxfp4")
+    assert refused == ("AssertionError: Invalid quantization 'None'. \nFlashInfer CuteDSL MOE currently supports only: "
+                       "'modelopt_fp4'.")
+
+
 def test_deepep_v2_needs_a_registered_architecture() -> None:
     refused = first_refusal("0.5.23", {"moe_a2a_backend": "deepep_v2"}, ("Qwen3_5ForConditionalGeneration",))
     assert refused == ("ValueError: DeepEP v2 MoE is not validated for 'Qwen3_5ForConditionalGeneration'. The model package "

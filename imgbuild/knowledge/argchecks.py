@@ -334,10 +334,17 @@ def _any_attn(values: Values, backend: str) -> bool:
                        _attn(values, "prefill_attention_backend"))
 
 
+# Architectures whose model-specific adjustments read the checkpoint's quant_method without copying it into
+# server_args.quantization, so server_args' MoE asserts see the flag alone: GPT-OSS (server_args.py's
+# GptOssForCausalLM branch to 0.5.14, arg_groups/model_overrides/gpt_oss.py from 0.5.15).
+_FLAG_QUANT_ONLY = ("GptOssForCausalLM",)
+
+
 def _quantization(values: Values) -> str | None:
-    """--quantization as SGLang resolves it, where plan can tell: None when the checkpoint declares its
-    own (configs/model_config.py then reconciles the two, which is not modelled here)."""
-    if values.get(_CHECKPOINT_QUANT):
+    """--quantization as server_args holds it, where plan can tell: "?" when the checkpoint declares its
+    own and the architecture's adjustments may copy it in (configs/model_config.py then reconciles the two,
+    which is not modelled here)."""
+    if values.get(_CHECKPOINT_QUANT) and next(iter(_archs(values)), None) not in _FLAG_QUANT_ONLY:
         return "?"
     flag = _v(values, "quantization")
     return None if flag in (None, "unquant") else str(flag).lower()  # "unquant": server_args.py sets None
