@@ -587,6 +587,17 @@ def test_triage_imports_no_adapter_library():
 # memory and its all-reduce plugin's MPI failure; the interpreter's "python: No module named X"; BentoML's store
 # and llama.cpp's loader without the model; TVM's "file.cc:N: InternalError: Check failed"; an exception that is
 # itself the report of the child's death (xoscar's ServerClosed twice) is not its cause. All: 378 of 447.
+# A thirteenth round (two collectors, about 110 look-ups each: SGLang threads past those held, projects that run
+# it, other engines and their deployments): 52 logs, one dropped (a niche engine's "[engine terminated]"), two
+# labelled flags-refused as the corpus reads vLLM's bfloat16 refusal on a T4. Its split was first drawn at random
+# by mistake, and rules were written from five logs the sha256 rule holds out (OpenRLHF 358, sglang 12076, WeClone
+# 85, llamafile 96, TensorRT-LLM 7706) before that was seen: those five stay tuned, the rule's other seven are
+# held out (7 of 7 as first seen), 44 tuned (31 as first seen). The tuned misses taught: the tokenizer manager's
+# "SIGQUIT received ... one child failed"; Ray's actor that died in its creation task; a harness's crashed
+# container; AReaL's "server launch failed"; llama.cpp's "error while handling argument", TGI's
+# ArgumentValidation and ensure_divisibility's "N is not divisible by M" as refused flags; ggml's GGUF file that
+# will not open; "couldn't bind to server socket"; TGI's prefill tokens that do not fit; TensorRT-LLM's unknown
+# causal-LM architecture; Ray giving the driver node no GPU. All: 389 of 454 (the older 447 at 382).
 
 TUNED_ALL = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 # The ninth round's tuned logs the classifier still reads otherwise, each with why: its class is argued
@@ -599,7 +610,6 @@ KNOWN_TUNED_MISSES = {
     "model-not-found.sglang-5035.txt": "a JSONDecodeError on the safetensors index: a broken download, the text does not say",
     "flags-refused.vllm-17327.txt": "a quantization block the TP split does not divide: an earlier log's label for the same "
                                     "kind of text is unknown (kenrollins nemotron-tp-tiling)",
-    "flags-refused.vllm-3772.txt": "the same divisibility refusal, one line",
     "nccl.sglang-1343.txt": "the P2P check's subprocess returned garbage (UnpicklingError)",
     "no-kernel-image.vllm-20712.txt": "Triton's MMA assert on sm_120 above a PassManager failure read as the JIT failing",
     "unknown.vllm-13676.txt": "a worker's own error above gloo's receive timeout, which is read as the cause",
@@ -625,7 +635,7 @@ KNOWN_TUNED_MISSES = {
 }
 TUNED = [p for p in TUNED_ALL if p.name not in KNOWN_TUNED_MISSES]
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.84  # measured 379 of 447 (0.846; the ninth round's runtime bugs are harder); the target is 0.95
+HELDOUT_FLOOR = 0.85  # measured 389 of 454 (0.857; the ninth round's runtime bugs are harder); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

@@ -320,6 +320,9 @@ CATALOG: tuple[Signature, ...] = (
             r"the rest of the memory reserved for KV Cache is -\d",
             # vLLM v1's worker (v1/worker/gpu_worker.py determine_available_memory) before it refuses
             r"Available KV cache memory: -\d",
+            # TGI's warm-up (text_generation_server/models/flash_causal_lm.py): the prefill batch it was
+            # told to take does not fit beside the weights (text-generation-inference issue 1067)
+            r"Not enough memory to handle \d+ prefill tokens",
         ),
         "The memory left for the KV (or state) cache cannot hold what the engine was asked "
         "to serve: one request at the model's full length, or the configured number of sequences.",
@@ -418,6 +421,9 @@ CATALOG: tuple[Signature, ...] = (
             r"\bModel type \w+ not supported\.",
             # transformers too old for the checkpoint's model_type (configs/model_config.py says so itself)
             r"Transformers does not recognize this architecture",
+            # TensorRT-LLM's PyTorch backend (_torch/models/modeling_auto.py) on a model class it has no
+            # causal-LM implementation of (TensorRT-LLM issue 7706: a Whisper checkpoint)
+            r"Unknown architecture for AutoModelForCausalLM: \w+",
             r"has a model type of `\w+`, which Transformers does not recognize",  # transformers < 4.36's wording
             r"unknown model architecture: '[\w.-]+'",  # llama.cpp's loader (llama-model.cpp), as Ollama prints it
             r"Transformers version \S+ is not supported for model",
@@ -688,6 +694,9 @@ CATALOG: tuple[Signature, ...] = (
             r"Could not bind port \d+",  # utils/network.py (0.5.x)
             # server_args.py PortArgs.init_new (logger.exception) when the ports it derives are taken
             r"Port is already in use\. dist_init_port=",
+            # llama.cpp's server (and llamafile's) when its listening socket cannot be bound: the port taken, or
+            # an address the host does not have (llamafile issue 96)
+            r"couldn't bind to server socket",
             # GPUStack (which runs SGLang) checks its service ports before it starts
             r"Port \d+ required for service '[\w-]+' is not available",
             r"couldn't bind HTTP server socket",  # llama.cpp's server, as GPUStack runs it
@@ -719,6 +728,8 @@ CATALOG: tuple[Signature, ...] = (
             # BentoML's model store (OpenLLM 0.x) without the model, and llama.cpp's loader on a missing file
             r"is not found in BentoML store\b",
             r"error loading model: failed to open \S+: No such file or directory",
+            # ggml's gguf.cpp when the .gguf file given cannot be opened (llama-swap issue 204)
+            r"gguf_init_from_file: failed to open GGUF file",
             # vLLM's get_config when the path or repo holds neither config.json nor params.json
             r"Could not detect config format for no config file found",
             r"No supported config format found in \S+",  # the same check, vLLM 0.7-0.8
@@ -864,6 +875,13 @@ CATALOG: tuple[Signature, ...] = (
         FLAGS_REFUSED,
         _re(
             r"launch_server\.py: error: ",
+            # llama.cpp's common/arg.cpp on an option's value (LLMKube issue 147, flexllama issue 15)
+            r"^error while handling argument \"--?[\w-]+\": ",
+            # TGI's launcher validating its options (UI-TARS issue 153, a Hugging Face endpoint)
+            r"\bArgumentValidation\(\"",
+            # distributed/utils.py ensure_divisibility (SGLang's and vLLM's): a size the TP degree does not divide,
+            # met while the layers are built (GPUStack issue 4769: 16 KV heads at --tp-size 6)
+            r"^AssertionError: \d+ is not divisible by \d+$",
             # Go's flag package (a Kubernetes controller's, a router's command line)
             r"^flag provided but not defined: -",
             # vLLM's LoRA check of the model class (lora/models.py, worker's model runner)
@@ -1054,6 +1072,9 @@ _NO_GPU = Signature(
         # utils/common.py get_nvgpu_memory_capacity (0.4.0-0.5.23): nvidia-smi listed no GPU memory (a MIG
         # slice, a container without the GPUs; MinerU's SGLang backend, MinerU issue 2724)
         r"No GPU memory values found\.",
+        # vLLM's Ray executor (executor/ray_gpu_executor.py) when the node the driver runs on got no GPU from
+        # the placement group (vllm issue 7815, a multi-node cluster)
+        r"Ray does not allocate any GPUs on the driver node",
         # the Docker daemon without the NVIDIA runtime asked for --gpus / a compose GPU reservation
         r'could not select device driver "nvidia" with capabilities: \[\[gpu\]\]',
         # CANN's device management (adx_dsmi.cpp) finding no NPU in the container (lmdeploy issue 2585)
@@ -1482,7 +1503,10 @@ CHILD_REPORT_ADVICE = (
     "Diagnose the whole log, or that child's own log (torchrun: the rank's error_file).",
 ) + UNKNOWN_ADVICE[1:]
 
-_SIGQUIT = re.compile(r"Received sigquit from a child proces")  # "proces" in 0.4.x
+_SIGQUIT = re.compile(r"Received sigquit from a child proces"  # "proces" in 0.4.x
+                      # the tokenizer manager's own handler (managers/tokenizer_manager.py, 0.5.x), which a
+                      # docker compose log shows repeated (sglang issue 12076)
+                      r"|SIGQUIT received\. signum=\S+ frame=\S+\. It usually means one child failed")
 # Other launchers' report that a child process died, with no cause of their own: vLLM's API server
 # (v1/engine/utils.py wait_for_engine_startup), torchrun's ChildFailedError summary. Unlike the
 # sigquit line they decide only when no signature explains the log.
@@ -1541,6 +1565,13 @@ _CHILD_REPORT = re.compile(
     r"|\bEngine process \(pid \d+\) died\b|\bEngine loop is not running\b|\bBackground loop is (?:stopped|not running)\b"
     # vLLM's RemoteOpenAIServer (tests/utils.py) on a server that exited while it waited for health
     r"|\bServer exited unexpectedly\b"
+    # Ray's ActorDiedError for an actor whose __init__ raised (an LLM engine actor); its own traceback, when
+    # printed, is below (OpenRLHF issue 358)
+    r"|The actor died because of an error raised in its creation task"
+    # a benchmark harness watching the pods it deployed (llm-d-benchmark issue 668)
+    r"|\bCrashed container in pod\b"
+    # AReaL's remote SGLang engine (areal/engine/sglang_remote.py) giving up on the server it waited for
+    r"|\bRuntimeError: server launch failed\b"
 )
 # a server's own line that loading the model failed, with no exception of its own (llama.cpp's
 # loaders, LocalAI): a failure without a traceback
