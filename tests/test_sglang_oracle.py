@@ -263,12 +263,17 @@ GPT_OSS_CASES = [
     # the MoE runner asserts see the flag's quantization: GPT-OSS never copies its checkpoint's mxfp4 in
     ["--moe-runner-backend", "flashinfer_cutedsl"], ["--moe-runner-backend", "flashinfer_cutlass"],
 ]
+# Nemotron-H (a Mamba hybrid whose adjustments choose the attention backend on Blackwell only): its own refusals
+NEMOTRON_H_CASES = [
+    [], ["--attn-cp-size", "2"], ["--attn-cp-size", "4"], ["--enable-encoder-swa-bounded-replay"], ["--enable-mis"],
+    ["--enable-mis", "--attention-backend", "flashinfer"], ["--disable-radix-cache"],
+]
 
 
 @pytest.mark.network
 def test_plan_agrees_with_sglang_on_dense_mla_vision_and_gpt_oss_models(sglang_release: tuple[str, str]) -> None:
-    """Llama 3.1 8B (tests/data/models), DeepSeek-V2-Lite, Gemma 3 4B, Llama 3.2 11B Vision and GPT-OSS 20B
-    (tests/data/plan_logs/models) at TP 2 through SGLang's own parser: the outcome, its message and the resolved
+    """Llama 3.1 8B (tests/data/models), DeepSeek-V2-Lite, Gemma 3 4B, Llama 3.2 11B Vision, GPT-OSS 20B and
+    Nemotron 3 Nano 30B-A3B (tests/data/plan_logs/models) at TP 2 through SGLang's own parser: the outcome, its message and the resolved
     defaults."""
     from differential import run
 
@@ -278,7 +283,8 @@ def test_plan_agrees_with_sglang_on_dense_mla_vision_and_gpt_oss_models(sglang_r
     for folder, cases in ((ROOT / "tests" / "data" / "models" / "llama-3.1-8b", DENSE_CASES),
                           (published / "deepseek-v2-lite", MLA_CASES), (published / "gemma-3-4b-it", GEMMA3_CASES),
                           (published / "llama-3.2-11b-vision-instruct", MLLAMA_CASES),
-                          (published / "gpt-oss-20b", GPT_OSS_CASES)):
+                          (published / "gpt-oss-20b", GPT_OSS_CASES),
+                          (published / "nemotron-3-nano-30b-a3b", NEMOTRON_H_CASES)):
         report = run(python, version, cases, model=str(folder))
         differing |= {f"{folder.name} {' '.join(r['flags'])}": r["differs"] for r in report["rows"] if r["differs"]}
         print(f"\nsglang {version}: {folder.name}, plan agrees with SGLang's parser on {report['agree']} of "

@@ -804,6 +804,12 @@ CHECKS: tuple[ArgCheck, ...] = (
                        "exclusive. Use --enable-nsa-prefill-context-parallel for DeepSeek V3.2 (NSA) models and "
                        "--enable-prefill-context-parallel for MLA-based models (DeepSeek V3/R1, Kimi K2.5) or "
                        "MHA/GQA-based models."),
+    # before the divisibility below: _boundary_parallelism_overrides reads the model_type (nemotron_h,
+    # nemotron_h_puzzle), which these architectures carry
+    ArgCheck("nemotron-h-no-attn-cp", "arg_groups/parallel_hook.py handle_context_parallelism", "0.5.21", "0.5.23",
+             lambda v: _archs(v)[:1] in (("NemotronHForCausalLM",), ("NemotronHPuzzleForCausalLM",))
+             and _int(v, *_ATTN_CP) > 1,
+             lambda v: "ValueError: Nemotron-H does not support --attn-cp-size > 1"),
     ArgCheck("attn-cp-divides-tp", "_handle_context_parallelism", "0.5.9", "0.5.23",
              lambda v: _int(v, *_ATTN_CP) > 1 and _int(v, *_TP) % _int(v, *_ATTN_CP) != 0,
              lambda v: "AssertionError: tp_size must be divisible by attn_cp_size"),
@@ -1001,6 +1007,12 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: f"RuntimeError: Unknown diffusion LLM algorithm: {_v(v, 'dllm_algorithm')}"),
     ArgCheck("dllm-architecture", "dllm/config.py DllmConfig.from_server_args", "0.5.10", "0.5.23",
              _dllm_architecture_refused, lambda v: f"RuntimeError: Unknown diffusion LLM: {_archs(v)[0]}"),
+    # 0.5.23 refuses it for every model but DeepSeek V4 here; for DeepseekV4ForCausalLM (0.5.21 on) the
+    # model_type (deepseek_v4 or deepseek_v41) decides, which plan does not read
+    ArgCheck("encoder-swa-replay-needs-dsv41", "arg_groups/model_hook.py handle_model_capability_adjustments", "0.5.23",
+             "0.5.23", lambda v: bool(_v(v, "enable_encoder_swa_bounded_replay")) and bool(_archs(v))
+             and _archs(v)[0] != "DeepseekV4ForCausalLM",
+             lambda v: "ValueError: --enable-encoder-swa-bounded-replay requires DeepSeek-V4.1"),
     # after the pipeline, the last validations of arg_groups/pipeline.py run_resolution_pipeline
     ArgCheck("deepep-v2-not-for-draft", "arg_groups/moe_hook.py validate_deepep_v2_speculative_draft", "0.5.19", "0.5.23",
              lambda v: _draft_a2a(v) == "deepep_v2",

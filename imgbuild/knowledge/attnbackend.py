@@ -34,7 +34,7 @@ _OWN_CHOICE = frozenset({
     "Llama4ForConditionalGeneration", "LongcatFlashForCausalLM", "MiMoV2FlashForCausalLM", "MiMoV2ForCausalLM",
     "MiniCPMForCausalLM", "MiniCPMSALAForCausalLM", "MiniCPMV4_6ForConditionalGeneration",
     "MiniCPMV4_7ForConditionalGeneration", "MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration",
-    "MistralLarge3ForCausalLM", "MossVLForConditionalGeneration", "NemotronHForCausalLM",
+    "MistralLarge3ForCausalLM", "MossVLForConditionalGeneration",
     "NemotronHPuzzleForCausalLM", "Olmo2ForCausalLM", "PixtralForConditionalGeneration", "Qwen3VLForConditionalGeneration",
     "Qwen3VLMoeForConditionalGeneration", "Qwen4ExpForConditionalGeneration", "WhisperForConditionalGeneration",
 })
@@ -44,6 +44,9 @@ _OWN_CHOICE_ON_SM100 = frozenset({
     "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
     "InternS2MobiusForConditionalGeneration", "InternS2PreviewForConditionalGeneration",
 })
+# ... and on any Blackwell (SM100 in server_args.py's NemotronH branch, 0.5.9-0.5.11: _handle_mamba_radix_cache's
+# sm100_default_attention_backend; is_blackwell in 0.5.23 model_overrides/nemotron_h.py)
+_OWN_CHOICE_ON_BLACKWELL = frozenset({"NemotronHForCausalLM"})
 
 
 def default_attention_backend(version: str, architecture: str | None, compute_capability: str | None, *,
@@ -57,7 +60,7 @@ def default_attention_backend(version: str, architecture: str | None, compute_ca
     key = Version(version)
     if key < Version("0.5.8") or speculative or not architecture or architecture in _OWN_CHOICE:
         return None
-    if major == 10 and architecture in _OWN_CHOICE_ON_SM100:
+    if major == 10 and architecture in _OWN_CHOICE_ON_SM100 or major in (10, 12) and architecture in _OWN_CHOICE_ON_BLACKWELL:
         return None
     if mla:
         return {9: "fa3", 10: "flashinfer"}.get(major, "triton")
