@@ -598,6 +598,10 @@ def test_triage_imports_no_adapter_library():
 # ArgumentValidation and ensure_divisibility's "N is not divisible by M" as refused flags; ggml's GGUF file that
 # will not open; "couldn't bind to server socket"; TGI's prefill tokens that do not fit; TensorRT-LLM's unknown
 # causal-LM architecture; Ray giving the driver node no GPU. All: 389 of 454 (the older 447 at 382).
+# A fourteenth round (three collectors: SGLang threads for the scarcer classes, deployments and hardware stacks,
+# logs repositories commit), cut short by threads the corpus already holds: 20 logs (2 held out by the sha256
+# rule, 2 of 2 first seen; 18 tuned, 16 first seen). The tuned misses taught: oneCCL's CCL_ERROR records; vLLM's
+# "Failed to infer device type" as a caller logs it. All: 391 of 456.
 
 TUNED_ALL = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 # The ninth round's tuned logs the classifier still reads otherwise, each with why: its class is argued
@@ -635,7 +639,7 @@ KNOWN_TUNED_MISSES = {
 }
 TUNED = [p for p in TUNED_ALL if p.name not in KNOWN_TUNED_MISSES]
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 389 of 454 (0.857; the ninth round's runtime bugs are harder); the target is 0.95
+HELDOUT_FLOOR = 0.85  # measured 391 of 456 (0.857; the ninth round's runtime bugs are harder); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

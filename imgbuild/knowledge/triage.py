@@ -658,6 +658,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Duplicate GPU detected : rank \d+ and rank \d+ both on CUDA device",
             # Intel GPUs' Level Zero opening a peer's memory handle (oneCCL's IPC exchange, llm-scaler issue 398)
             r"\bzeMemOpenIpcHandle\b.{0,40}\bZE_RESULT_ERROR_\w+",
+            # oneCCL's own error records (ipex-llm issue 12081: its socket exchange between ranks on Intel GPUs)
+            r"\|CCL_ERROR\| \w+\.cpp:\d+ ",
         ),
         "NCCL, which links the GPUs for tensor parallelism, failed.",
         (
@@ -1113,7 +1115,9 @@ _NO_GPU = Signature(
         r"unresolvable CDI devices nvidia\.com/gpu",
         r"cannot stat [`'\"]?/dev/nvidia\d*[`'\"]?: No such file or directory",
         r"RuntimeError: No supported device detected",  # vLLM's config.py DeviceConfig (0.3-0.5)
-        r"RuntimeError: Failed to infer device type",  # the same in vLLM 0.6-0.8 (config.py DeviceConfig)
+        # the same in vLLM 0.6-0.8 (config.py DeviceConfig), also as a caller logs it without the class
+        # ("Error processing batch: Failed to infer device type, please set ...", SkyRL PR 1723)
+        r"\bFailed to infer device type\b",
         # vLLM's platforms/__init__.py found no platform plugin (no CUDA, ROCm ... library loads), then
         # config/device.py builds torch.device("") (llm-d-deployer issue 273, keras-team/kinetic issue 269)
         r"No platform detected, vLLM is running on UnspecifiedPlatform",
