@@ -138,6 +138,26 @@ def test_replayssm_is_refused_against_the_resolved_mamba_strategy(matrix, sglang
         assert result.verdict == "refused" and result.problems[0] == refusal, result.problems
 
 
+@pytest.mark.parametrize("sglang, flags, refusal", [
+    ("0.5.23", ("--mamba-radix-cache-strategy", "extra_buffer"),
+     "ValueError: --mamba-radix-cache-strategy extra_buffer needs mamba state, got LlamaForCausalLM."),
+    # checked inside the model-specific adjustments, before --enable-mis turns the radix cache off
+    ("0.5.23", ("--mamba-radix-cache-strategy", "extra_buffer_lazy", "--enable-mis", "--attention-backend", "flashinfer"),
+     "ValueError: --mamba-radix-cache-strategy extra_buffer_lazy needs mamba state, got LlamaForCausalLM."),
+    ("0.5.23", ("--mamba-radix-cache-strategy", "extra_buffer", "--disable-radix-cache"), None),
+    ("0.5.20", ("--mamba-radix-cache-strategy", "extra_buffer"), None),  # the check came in 0.5.21
+])
+def test_an_extra_buffer_strategy_on_a_model_without_mamba_state(matrix, sglang, flags, refusal) -> None:
+    """Found by a held-back sample through SGLang 0.5.23's own parser on Qwen2.5-VL 7B."""
+    opts = PlanOptions(model=str(ROOT / "tests" / "data" / "models" / "llama-3.1-8b"), flags=("--tp", "2", *flags),
+                       gpu="RTX A6000x2", sglang=sglang, server_args_path=SERVER_ARGS)
+    result = plan_launch(opts, matrix=matrix)
+    if refusal is None:
+        assert result.verdict != "refused", result.problems
+    else:
+        assert result.verdict == "refused" and result.problems[0] == refusal, result.problems
+
+
 @pytest.mark.parametrize("sglang, threshold, refused", [
     # --disaggregation-decode-host-receive-threshold: 0.5.21 turns host receive on above 0 (its default 0),
     # 0.5.22 on below 1 (its default 1); on a server that is not a PD decode server, host receive is refused

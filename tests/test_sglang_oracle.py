@@ -227,7 +227,8 @@ def test_plan_agrees_with_sglang_on_an_sm90_gpu(sglang_release: tuple[str, str])
 # reserve their memory (_handle_piecewise_cuda_graph), which moves mem_fraction_static; the seed model has
 # them off by its architecture, so only a model like this shows it (found by a held-back sample, seed 89)
 DENSE_CASES = [
-    [], ["--load-format", "gguf"], ["--quantization", "gguf"], ["--enable-deterministic-inference"],
+    [], ["--mamba-radix-cache-strategy", "extra_buffer"],
+    ["--mamba-radix-cache-strategy", "extra_buffer", "--enable-mis", "--attention-backend", "flashinfer"], ["--load-format", "gguf"], ["--quantization", "gguf"], ["--enable-deterministic-inference"],
     ["--expert-distribution-recorder-mode", "stat"], ["--enable-lora"], ["--lora-paths", "a=b"], ["--enable-symm-mem"],
     ["--cpu-offload-gb", "1"], ["--enable-hierarchical-cache"], ["--moe-a2a-backend", "deepep"],
     ["--disaggregation-mode", "prefill"], ["--debug-cuda-graph"], ["--enable-torch-compile"],

@@ -1386,6 +1386,13 @@ def _mamba_radix_cache(inp: MemoryInputs, algo: str | None, out: _Outcome) -> tu
                 "is already supported with no_buffer + disable_radix_cache. Please use --mamba-scheduler-strategy "
                 "no_buffer instead."
             )
+    if not g.hybrid and not inp.disable_radix_cache and inp.mamba_strategy in ("extra_buffer", "extra_buffer_lazy") \
+            and _vkey(rules.version) >= _vkey("0.5.21"):
+        # arg_groups/model_hook.py handle_mamba_radix_cache (0.5.21-0.5.23), inside the model-specific adjustments
+        # (before --enable-mis turns the radix cache off): an explicit extra-buffer strategy on a model without
+        # mamba state, with the radix cache on (mamba_extra_buffer_of)
+        out.refuse(f"ValueError: --mamba-radix-cache-strategy {inp.mamba_strategy} needs mamba state, got "
+                   f"{g.architecture}.")
     return radix and not inp.radix_off_after_adjustments and not inp.enable_mis, strategy, page_size
 
 
