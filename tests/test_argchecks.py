@@ -147,11 +147,13 @@ def test_model_specific_refusals_of_0_5_21_on_read_the_architecture() -> None:
     nemotron = ("NemotronHForCausalLM",)
     cp = {"tp_size": 2, "attn_cp_size": 4}
     assert first_refusal("0.5.23", cp, nemotron) == "ValueError: Nemotron-H does not support --attn-cp-size > 1"
-    assert first_refusal("0.5.23", cp, ("LlamaForCausalLM",)) == "AssertionError: tp_size must be divisible by attn_cp_size"
+    assert first_refusal("0.5.23", cp, ("LlamaForCausalLM",)) \
+        == "AssertionError: tp_size must be divisible by attn_cp_size"
     assert first_refusal("0.5.11", {"tensor_parallel_size": 2, "attention_context_parallel_size": 4}, nemotron) \
         == "AssertionError: tp_size must be divisible by attn_cp_size"  # the model rule came in 0.5.21
     replay = {"enable_encoder_swa_bounded_replay": True}
-    assert first_refusal("0.5.23", replay, nemotron) == "ValueError: --enable-encoder-swa-bounded-replay requires DeepSeek-V4.1"
+    assert first_refusal("0.5.23", replay, nemotron) \
+        == "ValueError: --enable-encoder-swa-bounded-replay requires DeepSeek-V4.1"
     # DeepSeek V4 and V4.1 share the architecture; the model_type decides, which plan does not read
     assert first_refusal("0.5.23", replay, ("DeepseekV4ForCausalLM",)) is None
     assert first_refusal("0.5.22", replay, nemotron) is None  # 0.5.21-0.5.22 check it for DeepSeek V4 only

@@ -142,7 +142,8 @@ def test_replayssm_is_refused_against_the_resolved_mamba_strategy(matrix, sglang
     ("0.5.23", ("--mamba-radix-cache-strategy", "extra_buffer"),
      "ValueError: --mamba-radix-cache-strategy extra_buffer needs mamba state, got LlamaForCausalLM."),
     # checked inside the model-specific adjustments, before --enable-mis turns the radix cache off
-    ("0.5.23", ("--mamba-radix-cache-strategy", "extra_buffer_lazy", "--enable-mis", "--attention-backend", "flashinfer"),
+    ("0.5.23", ("--mamba-radix-cache-strategy", "extra_buffer_lazy", "--enable-mis",
+                "--attention-backend", "flashinfer"),
      "ValueError: --mamba-radix-cache-strategy extra_buffer_lazy needs mamba state, got LlamaForCausalLM."),
     ("0.5.23", ("--mamba-radix-cache-strategy", "extra_buffer", "--disable-radix-cache"), None),
     ("0.5.20", ("--mamba-radix-cache-strategy", "extra_buffer"), None),  # the check came in 0.5.21

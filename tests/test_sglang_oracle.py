@@ -228,7 +228,8 @@ def test_plan_agrees_with_sglang_on_an_sm90_gpu(sglang_release: tuple[str, str])
 # them off by its architecture, so only a model like this shows it (found by a held-back sample, seed 89)
 DENSE_CASES = [
     [], ["--mamba-radix-cache-strategy", "extra_buffer"],
-    ["--mamba-radix-cache-strategy", "extra_buffer", "--enable-mis", "--attention-backend", "flashinfer"], ["--load-format", "gguf"], ["--quantization", "gguf"], ["--enable-deterministic-inference"],
+    ["--mamba-radix-cache-strategy", "extra_buffer", "--enable-mis", "--attention-backend", "flashinfer"],
+    ["--load-format", "gguf"], ["--quantization", "gguf"], ["--enable-deterministic-inference"],
     ["--expert-distribution-recorder-mode", "stat"], ["--enable-lora"], ["--lora-paths", "a=b"], ["--enable-symm-mem"],
     ["--cpu-offload-gb", "1"], ["--enable-hierarchical-cache"], ["--moe-a2a-backend", "deepep"],
     ["--disaggregation-mode", "prefill"], ["--debug-cuda-graph"], ["--enable-torch-compile"],
@@ -274,8 +275,8 @@ NEMOTRON_H_CASES = [
 @pytest.mark.network
 def test_plan_agrees_with_sglang_on_dense_mla_vision_and_gpt_oss_models(sglang_release: tuple[str, str]) -> None:
     """Llama 3.1 8B (tests/data/models), DeepSeek-V2-Lite, Gemma 3 4B, Llama 3.2 11B Vision, GPT-OSS 20B and
-    Nemotron 3 Nano 30B-A3B (tests/data/plan_logs/models) at TP 2 through SGLang's own parser: the outcome, its message and the resolved
-    defaults."""
+    Nemotron 3 Nano 30B-A3B (tests/data/plan_logs/models) at TP 2 through SGLang's own parser: the outcome, its
+    message and the resolved defaults."""
     from differential import run
 
     version, python = sglang_release

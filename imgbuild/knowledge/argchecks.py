@@ -18,7 +18,8 @@ silent where it is not known (a --gpu given as a memory size, a ROCm GPU).
 Deliberately not here: checks that need the machine (--enable-http2 needs the granian package,
 --mamba-backend flashinfer needs flashinfer's mamba module, SSL files must exist, a mooncake
 transfer's --disaggregation-ib-device must be in /sys/class/infiniband, --load-format expert_pack's
-files, --watermark-config's JSON file), the quantization a checkpoint declares reconciled with --quantization (configs/model_config.py),
+files, --watermark-config's JSON file), the quantization a checkpoint declares reconciled with --quantization
+(configs/model_config.py),
 those that depend on what SGLang resolves for the model (--enable-linear-replayssm against the mamba
 strategy: knowledge/memory.py; --enable-page-major-kv-layout in 0.5.15-0.5.18: the attention backends
 resolved for the model and GPU),

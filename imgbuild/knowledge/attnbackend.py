@@ -60,7 +60,8 @@ def default_attention_backend(version: str, architecture: str | None, compute_ca
     key = Version(version)
     if key < Version("0.5.8") or speculative or not architecture or architecture in _OWN_CHOICE:
         return None
-    if major == 10 and architecture in _OWN_CHOICE_ON_SM100 or major in (10, 12) and architecture in _OWN_CHOICE_ON_BLACKWELL:
+    if (major == 10 and architecture in _OWN_CHOICE_ON_SM100) \
+            or (major in (10, 12) and architecture in _OWN_CHOICE_ON_BLACKWELL):
         return None
     if mla:
         return {9: "fa3", 10: "flashinfer"}.get(major, "triton")
