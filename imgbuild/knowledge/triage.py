@@ -881,9 +881,6 @@ CATALOG: tuple[Signature, ...] = (
             r"^error while handling argument \"--?[\w-]+\": ",
             # TGI's launcher validating its options (UI-TARS issue 153, a Hugging Face endpoint)
             r"\bArgumentValidation\(\"",
-            # distributed/utils.py ensure_divisibility (SGLang's and vLLM's): a size the TP degree does not divide,
-            # met while the layers are built (GPUStack issue 4769: 16 KV heads at --tp-size 6)
-            r"^AssertionError: \d+ is not divisible by \d+$",
             # Go's flag package (a Kubernetes controller's, a router's command line)
             r"^flag provided but not defined: -",
             # vLLM's LoRA check of the model class (lora/models.py, worker's model runner)
@@ -993,6 +990,20 @@ CATALOG: tuple[Signature, ...] = (
             "release whose HiCache supports this model's attention.",
         ),
         source="mem_cache/hiradix_cache.py",
+    ),
+    Signature(
+        FLAGS_REFUSED,
+        # distributed/utils.py ensure_divisibility (SGLang's and vLLM's): a size of the model the parallel
+        # degree does not divide, met while the layers are built (GPUStack issue 4769: 16 KV heads at --tp-size 6)
+        _re(r"^AssertionError: \d+ is not divisible by \d+$"),
+        "A size of the model (its attention or KV heads, experts, or a layer's width) is not divisible by the "
+        "parallel degree the flags asked for.",
+        (
+            "Choose a --tp-size (and --ep-size, --dp-size) that divides the model's attention heads, KV heads "
+            "and experts: the error names the size first, then the degree. `imgbuild plan` checks the heads "
+            "against --tp-size before anything loads.",
+        ),
+        source="distributed/utils.py",
     ),
 )
 
