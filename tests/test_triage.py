@@ -602,6 +602,11 @@ def test_triage_imports_no_adapter_library():
 # logs repositories commit), cut short by threads the corpus already holds: 20 logs (2 held out by the sha256
 # rule, 2 of 2 first seen; 18 tuned, 16 first seen). The tuned misses taught: oneCCL's CCL_ERROR records; vLLM's
 # "Failed to infer device type" as a caller logs it. All: 391 of 456.
+# A fifteenth round (two collectors: model makers' trackers, where users paste a failed SGLang or vLLM launch of
+# their model; application, evaluation and training frameworks that start a server): 36 logs (6 held out by the
+# sha256 rule, 6 of 6 first seen; 30 tuned, 27 first seen). The tuned misses taught: an error raised in the
+# teardown (weakref's exit handler, a shutdown or __del__) below the launcher's report is not the child's own;
+# click's "Got unexpected extra argument". One stays a miss (listed). All: 397 of 462.
 
 TUNED_ALL = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 # The ninth round's tuned logs the classifier still reads otherwise, each with why: its class is argued
@@ -636,10 +641,13 @@ KNOWN_TUNED_MISSES = {
                               "ends there, so nothing says it went on",
     "none.verl-5668.txt": "a rollout worker's ERROR record of a tool call it could not decode, between lines of its "
                           "going on: a request's failure, not the server's",
+    # the fifteenth round
+    "model-not-found.vllm-8331.txt": "the Hub's 401 raised through hf_raise_for_status, cut before its URL: a bare "
+                                     "requests HTTPError is not read as the Hub's",
 }
 TUNED = [p for p in TUNED_ALL if p.name not in KNOWN_TUNED_MISSES]
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 391 of 456 (0.857; the ninth round's runtime bugs are harder); the target is 0.95
+HELDOUT_FLOOR = 0.85  # measured 397 of 462 (0.859; the ninth round's runtime bugs are harder); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

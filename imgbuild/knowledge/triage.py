@@ -881,6 +881,9 @@ CATALOG: tuple[Signature, ...] = (
             r"^error while handling argument \"--?[\w-]+\": ",
             # TGI's launcher validating its options (UI-TARS issue 153, a Hugging Face endpoint)
             r"\bArgumentValidation\(\"",
+            # click's (and typer's) usage error for a positional argument too many (lighteval's `vllm` command
+            # given MODEL_ARGS with a space in them, open-rs issue 7)
+            r"\bGot unexpected extra arguments? \(",
             # Go's flag package (a Kubernetes controller's, a router's command line)
             r"^flag provided but not defined: -",
             # vLLM's LoRA check of the model class (lora/models.py, worker's model runner)
@@ -2990,7 +2993,7 @@ def _diagnose_child_report(log: _Log, report: int) -> Diagnosis:
     # native crash of the child's, a device-side assert or a bus error, above the report)
     # (an exception that is itself a report of the child's death, xoscar's ServerClosed raised twice, is not its cause)
     own_tb = next((tb.exception for tb in log.tracebacks if report <= tb.start <= report + 2 and tb.exception is not None
-                   and not _CHILD_REPORT.search(msgs[tb.exception])), None)
+                   and not _CHILD_REPORT.search(msgs[tb.exception]) and not _in_teardown(tb.frames)), None)
     above = own_tb if own_tb is not None else next(
         (k for k in log.hot_in(0, report, scan=True)
          if (_EXCEPTION.match(msgs[k].strip()) and not _PEER_GONE.match(msgs[k].strip())
@@ -3002,6 +3005,16 @@ def _diagnose_child_report(log: _Log, report: int) -> Diagnosis:
         return _infer_from_words(log, above, cause) or _unmatched_child_exception(log, above, report)
     return _child_died(log, report, msgs[report].strip(),
                        "A child process died and its launcher reported only that; its own error is not in the log.")
+
+
+# the interpreter's exit handlers and an object's finaliser: an error raised there is the teardown after the
+# failure (vLLM's MultiprocExecutor.shutdown run by weakref's finalizer on an executor whose workers never
+# started: "'MultiprocExecutor' object has no attribute 'workers'", Hunyuan-A13B issue 22)
+_TEARDOWN_FRAME = re.compile(r'weakref\.py", line \d+, in _exitfunc\b|", line \d+, in (?:__del__|shutdown|_atexit\w*)$')
+
+
+def _in_teardown(frames: Iterable[str]) -> bool:
+    return any(_TEARDOWN_FRAME.search(f) for f in frames)
 
 
 def _child_died(log: _Log, at: int, cause: str, summary: str) -> Diagnosis:
