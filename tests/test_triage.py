@@ -607,6 +607,13 @@ def test_triage_imports_no_adapter_library():
 # sha256 rule, 6 of 6 first seen; 30 tuned, 27 first seen). The tuned misses taught: an error raised in the
 # teardown (weakref's exit handler, a shutdown or __del__) below the launcher's report is not the child's own;
 # click's "Got unexpected extra argument". One stays a miss (listed). All: 397 of 462.
+# A sixteenth round (two collectors: SGLang threads in Chinese, PR descriptions and deep comments; the forks that
+# run SGLang or vLLM on other accelerators: ROCm, Ascend, Intel XPU, Gaudi, Neuron, TPU, Jetson, Apple MLX): 22
+# logs (3 held out by the sha256 rule, 2 of 3 first seen; 19 tuned, 10 first seen: the accelerator forks are
+# where the catalog is thinnest). The tuned misses taught: an "only supported on SMxxx (compute capability x)"
+# assert; CANN's op registry without an op for the SoC and a package built for another SoC; CANN's device count
+# failing; a CANN kernel task's fault (a crash); Metal's out-of-memory command buffer; oneCCL's EXCEPTION;
+# neuronx-cc's [NCC_...] records; vLLM 0.6's bare "Engine process failed to start". All: 399 of 465.
 
 TUNED_ALL = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 # The ninth round's tuned logs the classifier still reads otherwise, each with why: its class is argued
@@ -647,7 +654,7 @@ KNOWN_TUNED_MISSES = {
 }
 TUNED = [p for p in TUNED_ALL if p.name not in KNOWN_TUNED_MISSES]
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 397 of 462 (0.859; the ninth round's runtime bugs are harder); the target is 0.95
+HELDOUT_FLOOR = 0.85  # measured 399 of 465 (0.858; the ninth round's runtime bugs are harder); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

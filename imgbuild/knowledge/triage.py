@@ -389,6 +389,8 @@ CATALOG: tuple[Signature, ...] = (
             r"\bRan out of memory in memory space \w+",  # XLA compiling for a TPU (vllm issue 19490)
             # AWS Neuron's runtime (NRT) on a device allocation that failed (vllm issue 12443, Inferentia/Trainium)
             r"\bFailed to alloc DEVICE memory\b|\bnrt_tensor_allocate status=\d+ message=\"Allocation Failure\"",
+            # Apple's Metal (MLX: mlx_lm.server, mlx-lm issue 854) when a command buffer cannot get GPU memory
+            r"\bkIOGPUCommandBufferCallbackErrorOutOfMemory\b",
             # the body of torch's message (c10/cuda/CUDACachingAllocator.cpp), pasted without its first words
             r"GPU \d+ has a total capacity of [\d.]+ [GM]iB of which [\d.]+ [KMG]iB is free",
             r"RayTaskError\(OutOfMemoryError\)",  # a Ray task (an RL rollout) that hit it
@@ -523,6 +525,13 @@ CATALOG: tuple[Signature, ...] = (
             # ("Only SM 10.x and 11.x are supported", sglang issues 29562 and 25564)
             r"\.cuh?:\d+: Unsupported architecture\b",
             r"\bOnly SM \d+\.x(?: and \d+\.x)? (?:are|is) supported",
+            # the same kind of assert in SGLang's FA4 CuTe attention, pasted as its source line ("FP8 is only
+            # supported on SM100 (compute capability 10.x) for FA4 CuTE", sglang issue 23985: an RTX 5090)
+            r"\bis only supported on SM\d+ \(compute capability \d+\.x\)",
+            # CANN's op registry without the op for this NPU's SoC (vllm-ascend issue 1813: a 310P), and a CANN
+            # package built for another SoC (vllm-ascend issue 6676)
+            r"\bof socVersion \[\w+\] does not support opType\b",
+            r"\bsocversion \w+ of bin package does not match the current device",
             r"cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU",
             # rocBLAS with no Tensile kernels for this GPU's gfx target
             r"rocBLAS error: Cannot read \S*TensileLibrary\S*: .{0,60}for GPU arch",
@@ -660,6 +669,8 @@ CATALOG: tuple[Signature, ...] = (
             r"\bzeMemOpenIpcHandle\b.{0,40}\bZE_RESULT_ERROR_\w+",
             # oneCCL's own error records (ipex-llm issue 12081: its socket exchange between ranks on Intel GPUs)
             r"\|CCL_ERROR\| \w+\.cpp:\d+ ",
+            # oneCCL's exception as torch's XPU all_reduce re-raises it (vllm issue 14747)
+            r"\boneCCL: \w+\.cpp:\d+ \w+: EXCEPTION: ",
         ),
         "NCCL, which links the GPUs for tensor parallelism, failed.",
         (
@@ -804,6 +815,9 @@ CATALOG: tuple[Signature, ...] = (
             r"Assertion error \(include_parser\.hpp:\d+\)",
             # AWS Neuron's compiler under torch-neuronx / vLLM's Neuron worker
             r"\|\|NEURON_CC_WRAPPER\|\|: (?:Failed compilation with|Compilation failed for)",
+            # neuronx-cc's own error records ("[INTERNAL_ERROR] [NCC_INLA001] Unhandled exception", vllm-neuron
+            # issue 16: the compile of a model's context-encoding graph)
+            r"^\[(?:INTERNAL_ERROR|ERROR)\] \[NCC_[A-Z]{3,5}\d{3}\] ",
             # a JIT (TVM's, MLC's, a kernel library's) running a compiler the machine lacks
             r"No such file or directory: '(?:nvcc|hipcc|gcc|g\+\+|cc|c\+\+|clang)'",
             # pip building a package from source for the environment (its kernels: xformers, mamba-ssm,
@@ -1109,6 +1123,8 @@ _NO_GPU = Signature(
         r"set ASCEND_RT_VISIBLE_DEVICES:\S* error, it must be configured in ascending order",
         r"Set visible device failed, invalid device=\d+",
         r"rtSetDevice:ErrCode=\d+, desc=\[device id error\]",
+        # CANN's runtime unable to count its NPUs at all (vllm-ascend issue 13399: the driver's internal error)
+        r"\brtGetDeviceCount execution failed\b",
         # torch's lazy CUDA init (torch/cuda/__init__.py) asked for a device index CUDA_VISIBLE_DEVICES hides
         r"device >= 0 && device < num_gpus INTERNAL ASSERT FAILED",
         # the same init finding no device after the CUDA runtime said there was one (a container that
@@ -1533,7 +1549,7 @@ _CHILD_REPORT = re.compile(
     r"|Engine core proc \w+ died unexpectedly"  # vLLM's client (v1/engine/core_client.py)
     r"|\bEngineCore failed to start\."  # vLLM's engine process (v1/engine/core.py run_engine_core)
     # vLLM's api_server.py (0.6-0.8) when its engine process (MQLLMEngine) exits before it is up
-    r"|Engine process failed to start\. See stack trace for the root cause"
+    r"|Engine process failed to start(?:\. See stack trace for the root cause|\s*$)"  # (0.6.x: the bare form)
     # SGLang's entrypoints/engine.py: a scheduler process exited (EOF on its pipe) before it was ready
     r"|\bRank \d+ scheduler is dead\. Please check if there are relevant logs"
     # the same with its exit code next to it, as a front end re-raises it (dynamo.sglang: "Error: Rank 0
@@ -1724,6 +1740,9 @@ _CRASH = re.compile(r"\b[Ss]egmentation fault"  # (two ranks' reports interleave
                     r"|\bDevice-side assertion `.{0,400}' failed\."  # the same in torch's HIP build
                     # ROCm's HSA runtime on a kernel's bad memory access (it aborts the process)
                     r"|^Memory access fault by GPU node-\d+ \(Agent handle: "
+                    # CANN's report of an AI Core / vector core task that faulted on the NPU ("Kernel task happen
+                    # error, retCode=0x31, [vector core exception]", sglang issue 12464: Ascend)
+                    r"|\bKernel task happen error, retCode=0x[0-9a-fA-F]+"
                     # gdb on a core dump
                     r"|^Program terminated with signal SIG[A-Z]+"
                     # a CUDA driver call that failed, as torch_memory_saver (SGLang's --enable-memory-saver)
