@@ -614,6 +614,10 @@ def test_triage_imports_no_adapter_library():
 # assert; CANN's op registry without an op for the SoC and a package built for another SoC; CANN's device count
 # failing; a CANN kernel task's fault (a crash); Metal's out-of-memory command buffer; oneCCL's EXCEPTION;
 # neuronx-cc's [NCC_...] records; vLLM 0.6's bare "Engine process failed to start". All: 399 of 465.
+# A seventeenth round (one collector: SGLang and vLLM on ROCm and on Ascend): 17 logs (1 held out by the sha256
+# rule, 0 of 1 first seen; 16 tuned, 11 first seen). The tuned misses taught: aiter's failed JIT module build,
+# LLVM aborting a compile, ModelScope's missing revision, HCCL's task timeout on the device; a ROCm build's
+# warnings above a --help stay a miss (listed). All: 399 of 466.
 
 TUNED_ALL = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 # The ninth round's tuned logs the classifier still reads otherwise, each with why: its class is argued
@@ -648,13 +652,16 @@ KNOWN_TUNED_MISSES = {
                               "ends there, so nothing says it went on",
     "none.verl-5668.txt": "a rollout worker's ERROR record of a tool call it could not decode, between lines of its "
                           "going on: a request's failure, not the server's",
+    # the seventeenth round
+    "none.vllm-rocm-11.txt": "a ROCm build's warnings that vllm._C does not load (an undefined symbol) above the --help "
+                             "it printed: read as the import failure the launch will meet",
     # the fifteenth round
     "model-not-found.vllm-8331.txt": "the Hub's 401 raised through hf_raise_for_status, cut before its URL: a bare "
                                      "requests HTTPError is not read as the Hub's",
 }
 TUNED = [p for p in TUNED_ALL if p.name not in KNOWN_TUNED_MISSES]
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 399 of 465 (0.858; the ninth round's runtime bugs are harder); the target is 0.95
+HELDOUT_FLOOR = 0.85  # measured 399 of 466 (0.856; the ninth round's runtime bugs are harder); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

@@ -644,6 +644,9 @@ CATALOG: tuple[Signature, ...] = (
             # TensorRT-LLM's all-reduce plugin set-up failing (its C++ stack names the plugin under an MPI error)
             r"\bAllreducePlugin::initialize\(\)",
             r"\bcall hccl api failed\b",
+            # an HCCL task's timeout on the device (CANN's device_error_proc.cc: "hccl fftsplus task timeout
+            # occurred during task execution", lmdeploy issue 3354 on Ascend)
+            r"\bhccl fftsplus task timeout\b",
             # CANN's error codes name their module by the second letter, I for HCCL: EI0002 a collective's
             # notify wait timed out, EI0006 a link between ranks, EI0009 its transport init, EI0013 RoCE's
             # error CQE (hiascend.com CANN troubleshooting, atlaserrorcode_15_0242; hcclug_000050 / _000061,
@@ -743,6 +746,9 @@ CATALOG: tuple[Signature, ...] = (
             r"error loading model: failed to open \S+: No such file or directory",
             # ggml's gguf.cpp when the .gguf file given cannot be opened (llama-swap issue 204)
             r"gguf_init_from_file: failed to open GGUF file",
+            # ModelScope's hub (the vLLM / vLLM-Ascend path under VLLM_USE_MODELSCOPE) on a repo or revision it
+            # does not have (vllm-ascend issue 829)
+            r"\bThe model: \S+ has no revision: \S+",
             # vLLM's get_config when the path or repo holds neither config.json nor params.json
             r"Could not detect config format for no config file found",
             r"No supported config format found in \S+",  # the same check, vLLM 0.7-0.8
@@ -818,6 +824,11 @@ CATALOG: tuple[Signature, ...] = (
             # neuronx-cc's own error records ("[INTERNAL_ERROR] [NCC_INLA001] Unhandled exception", vllm-neuron
             # issue 16: the compile of a model's context-encoding graph)
             r"^\[(?:INTERNAL_ERROR|ERROR)\] \[NCC_[A-Z]{3,5}\d{3}\] ",
+            # AMD's aiter building one of its JIT modules (aiter/jit/core.py; ROCm/aiter issue 416 on an MI300X)
+            r"\[aiter\] failed build jit \[",
+            # LLVM aborting inside a compile (Triton's JIT on ROCm: "LLVM ERROR: operation destroyed but still has
+            # uses", vllm issue 44973 on an MI210)
+            r"^LLVM ERROR: ",
             # a JIT (TVM's, MLC's, a kernel library's) running a compiler the machine lacks
             r"No such file or directory: '(?:nvcc|hipcc|gcc|g\+\+|cc|c\+\+|clang)'",
             # pip building a package from source for the environment (its kernels: xformers, mamba-ssm,
