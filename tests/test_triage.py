@@ -618,6 +618,11 @@ def test_triage_imports_no_adapter_library():
 # rule, 0 of 1 first seen; 16 tuned, 11 first seen). The tuned misses taught: aiter's failed JIT module build,
 # LLVM aborting a compile, ModelScope's missing revision, HCCL's task timeout on the device; a ROCm build's
 # warnings above a --help stay a miss (listed). All: 399 of 466.
+# An eighteenth round (one collector: serving on accelerators other than CUDA, and on Jetson, GB10 and sm_120):
+# 19 logs (3 held out by the sha256 rule, 1 of 3 first seen; 16 tuned, 10 first seen). The tuned misses taught:
+# Level Zero's out-of-resources, Gaudi's graph compile, vLLM's CUTLASS dispatch without the GPU's capability,
+# torch_npu's SetDevice failing, a dtype a quantization method does not take, an exception raised by aiter's
+# kernel generator. All: 400 of 469.
 
 TUNED_ALL = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 # The ninth round's tuned logs the classifier still reads otherwise, each with why: its class is argued
@@ -661,7 +666,7 @@ KNOWN_TUNED_MISSES = {
 }
 TUNED = [p for p in TUNED_ALL if p.name not in KNOWN_TUNED_MISSES]
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 399 of 466 (0.856; the ninth round's runtime bugs are harder); the target is 0.95
+HELDOUT_FLOOR = 0.85  # measured 400 of 469 (0.853; the ninth round's runtime bugs are harder); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

@@ -391,6 +391,8 @@ CATALOG: tuple[Signature, ...] = (
             r"\bFailed to alloc DEVICE memory\b|\bnrt_tensor_allocate status=\d+ message=\"Allocation Failure\"",
             # Apple's Metal (MLX: mlx_lm.server, mlx-lm issue 854) when a command buffer cannot get GPU memory
             r"\bkIOGPUCommandBufferCallbackErrorOutOfMemory\b",
+            # Intel's Unified Runtime (Level Zero) on an XPU allocation it cannot make (llm-scaler issue 348)
+            r"\bUR_RESULT_ERROR_OUT_OF_(?:RESOURCES|DEVICE_MEMORY)\b",
             # the body of torch's message (c10/cuda/CUDACachingAllocator.cpp), pasted without its first words
             r"GPU \d+ has a total capacity of [\d.]+ [GM]iB of which [\d.]+ [KMG]iB is free",
             r"RayTaskError\(OutOfMemoryError\)",  # a Ray task (an RL rollout) that hit it
@@ -532,6 +534,8 @@ CATALOG: tuple[Signature, ...] = (
             # package built for another SoC (vllm-ascend issue 6676)
             r"\bof socVersion \[\w+\] does not support opType\b",
             r"\bsocversion \w+ of bin package does not match the current device",
+            # vLLM's CUTLASS scaled-mm dispatch on a GPU it was not built for (vllm issue 32109: sm_120)
+            r"\bNo compiled \w+ for CUDA device capability: \d+",
             r"cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU",
             # rocBLAS with no Tensile kernels for this GPU's gfx target
             r"rocBLAS error: Cannot read \S*TensileLibrary\S*: .{0,60}for GPU arch",
@@ -829,6 +833,8 @@ CATALOG: tuple[Signature, ...] = (
             # LLVM aborting inside a compile (Triton's JIT on ROCm: "LLVM ERROR: operation destroyed but still has
             # uses", vllm issue 44973 on an MI210)
             r"^LLVM ERROR: ",
+            # Intel Gaudi's graph compiler (TGI for Gaudi, tgi-gaudi issue 54)
+            r"\bGraph compile failed\. synStatus",
             # a JIT (TVM's, MLC's, a kernel library's) running a compiler the machine lacks
             r"No such file or directory: '(?:nvcc|hipcc|gcc|g\+\+|cc|c\+\+|clang)'",
             # pip building a package from source for the environment (its kernels: xformers, mamba-ssm,
@@ -992,6 +998,9 @@ CATALOG: tuple[Signature, ...] = (
             # vLLM's platforms (cuda.py check_if_supports_dtype): the checkpoint's bfloat16 on a pre-Ampere GPU,
             # fixed by --dtype half (Qwen issue 913)
             r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0",
+            # vLLM's model config (pydantic "Value error, ...") on a --dtype the quantization method does not take
+            # (vLLM TPU, tpu-inference PR 1659: bfloat16 with AWQ), fixed by --dtype float16
+            r"\bis not supported for quantization method \w+\. Supported dtypes: ",
             # a Kubernetes service named vllm injects VLLM_PORT=tcp://IP:PORT into the pod, which vLLM reads as its
             # own port setting: refused by envs.py (0.7 on) or by int() before it
             r"VLLM_PORT '[^']*' appears to be a URI",
@@ -1136,6 +1145,8 @@ _NO_GPU = Signature(
         r"rtSetDevice:ErrCode=\d+, desc=\[device id error\]",
         # CANN's runtime unable to count its NPUs at all (vllm-ascend issue 13399: the driver's internal error)
         r"\brtGetDeviceCount execution failed\b",
+        # torch_npu setting a device the runtime cannot set up (vllm-ascend issue 1558, data parallel)
+        r"NPU function error: c10_npu::SetDevice\(device_id_\), error code is \d+",
         # torch's lazy CUDA init (torch/cuda/__init__.py) asked for a device index CUDA_VISIBLE_DEVICES hides
         r"device >= 0 && device < num_gpus INTERNAL ASSERT FAILED",
         # the same init finding no device after the CUDA runtime said there was one (a container that
@@ -2056,6 +2067,8 @@ def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
     while ninja ran a kernel build is that build failing."""
     assert tb.exception is not None
     text = _exception_text(msgs, tb.exception)
+    if tb.frames and _AITER_CODEGEN_FRAME.search(tb.frames[-1]):
+        return _JIT_SIGNATURE  # raised by the kernel generator itself (its import too): the JIT build failed
     sig = _match(text)
     if sig is None and tb.frames and _SERVER_ARGS_FRAME.search(tb.frames[-1]):
         return _FLAGS_SIGNATURE
@@ -2104,6 +2117,11 @@ _JIT_BUILD_FRAME = re.compile(r'", line \d+, in (?:_run_ninja_build|run_ninja|co
 # exception there is the build failing, not an import (vllm issues 11191, 16920)
 _PACKAGE_BUILD_FRAME = re.compile(
     r'File "[^"]*(?:/pip-build-env-|/pyproject_hooks/_in_process/|/setuptools/build_meta\.py")')
+
+
+# AMD aiter's JIT generating a kernel's sources (aiter_meta/csrc/cpp_itfs/*_generate.py) below its "start build"
+# (ROCm/aiter issue 843: the generator's own import failing)
+_AITER_CODEGEN_FRAME = re.compile(r'/aiter_meta/csrc/\S+_generate\.py", line \d+')
 
 
 def _in_jit_build(frames: Iterable[str]) -> bool:
