@@ -29,6 +29,7 @@ from imgbuild.knowledge.memory import (
     explain_mem_fraction,
     plan_memory,
     rules_for,
+    runs_as_text,
     startup_allowance_gib,
 )
 from imgbuild.knowledge.matrix import GPU_PLATFORMS
@@ -291,26 +292,6 @@ def _dsa_forced_dp_attention(launch: LaunchConfig, g: ModelGeometry, version: st
     return replace(launch, values={**launch.values, "enable_dp_attention": True, "dp_size": tp})
 
 
-# configs/model_config.py ModelConfig.__init__'s mm_disabled_models (read in each wheel): these architectures run
-# as text models unless --enable-multimodal asks for their vision (from 0.5.10 also unless --model-impl
-# transformers): is_multimodal is False, so none of SGLang's multimodal memory handling applies (the VLM factor on
-# mem_fraction_static, piecewise CUDA graphs off), though the vision tower's weights still load
-_MM_DISABLED = (
-    ("0.4.6", ("Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration")),
-    ("0.4.10.post1", ("Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration", "Step3VLForConditionalGeneration")),
-    ("0.5.16", ("Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration", "Step3VLForConditionalGeneration",
-                "InklingForConditionalGeneration")),
-)
-
-
-def _runs_as_text(version: str, g: ModelGeometry, v: dict) -> bool:
-    """The release runs this multimodal architecture as a text model (ModelConfig.is_multimodal False)."""
-    release = Version(version)
-    disabled = next((archs for since, archs in reversed(_MM_DISABLED) if release >= Version(since)), ())
-    transformers = release >= Version("0.5.10") and v.get("model_impl") == "transformers"
-    return g.architecture in disabled and not v.get("enable_multimodal") and not transformers
-
-
 def _piecewise_flag(rules: Rules, v: dict, model_path: str) -> bool | None:
     """Piecewise CUDA graphs as the flags decide them, None where the release's default for the model decides
     (knowledge/memory.py). 0.5.10-0.5.13's _handle_piecewise_cuda_graph (server_args.py) turns them off for
@@ -352,7 +333,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
                       checkpoint_quantization=g.quantization, mla=g.mla)
     return MemoryInputs(
         rules=rules,
-        geometry=replace(g, multimodal=False) if g.multimodal and _runs_as_text(rules.version, g, v) else g,
+        geometry=replace(g, multimodal=False) if g.multimodal and runs_as_text(rules.version, g.architecture, v) else g,
         gpu_compute_capability=compute_capability,
         tp_size=launch.tp_size,
         pp_size=launch.pp_size,

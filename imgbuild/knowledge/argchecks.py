@@ -249,10 +249,15 @@ def _archs(values: Values) -> tuple[str, ...]:
     return tuple(values.get(_ARCHS) or ())
 
 
+def _arch(values: Values) -> str | None:
+    """hf_config.architectures[0], the one SGLang reads (None without a config)."""
+    return next(iter(_archs(values)), None)
+
+
 def _first_arch_outside(values: Values, segments: _ArchList) -> bool:
-    # SGLang reads hf_config.architectures[0]; without a config there is nothing to check
-    names, archs = _arch_list(values, segments), _archs(values)
-    return names is not None and bool(archs) and archs[0] not in names
+    # without a config there is nothing to check
+    names, arch = _arch_list(values, segments), _arch(values)
+    return names is not None and arch is not None and arch not in names
 
 
 def _no_arch_inside(values: Values, segments: _ArchList) -> bool:
@@ -269,8 +274,8 @@ def _gpt_oss_backends(values: Values) -> tuple[str | None, str | None]:
 def _gpt_oss_backends_refused(values: Values) -> bool:
     # with no backend named at all SGLang picks one of its own (trtllm_mha on SM100, fa3 on SM90, else triton);
     # one phase's backend named alone leaves the other None, which the assert refuses
-    names, archs = _arch_list(values, _GPT_OSS_BACKENDS), _archs(values)
-    if names is None or not archs or archs[0] != "GptOssForCausalLM":
+    names = _arch_list(values, _GPT_OSS_BACKENDS)
+    if names is None or _arch(values) != "GptOssForCausalLM":
         return False
     prefill, decode = _gpt_oss_backends(values)
     named = prefill is not None or decode is not None
@@ -345,7 +350,7 @@ def _quantization(values: Values) -> str | None:
     """--quantization as server_args holds it, where plan can tell: "?" when the checkpoint declares its
     own and the architecture's adjustments may copy it in (configs/model_config.py then reconciles the two,
     which is not modelled here)."""
-    if values.get(_CHECKPOINT_QUANT) and next(iter(_archs(values)), None) not in _FLAG_QUANT_ONLY:
+    if values.get(_CHECKPOINT_QUANT) and _arch(values) not in _FLAG_QUANT_ONLY:
         return "?"
     flag = _v(values, "quantization")
     return None if flag in (None, "unquant") else str(flag).lower()  # "unquant": server_args.py sets None
@@ -808,8 +813,7 @@ CHECKS: tuple[ArgCheck, ...] = (
     # before the divisibility below: _boundary_parallelism_overrides reads the model_type (nemotron_h,
     # nemotron_h_puzzle), which these architectures carry
     ArgCheck("nemotron-h-no-attn-cp", "arg_groups/parallel_hook.py handle_context_parallelism", "0.5.21", "0.5.23",
-             lambda v: _archs(v)[:1] in (("NemotronHForCausalLM",), ("NemotronHPuzzleForCausalLM",))
-             and _int(v, *_ATTN_CP) > 1,
+             lambda v: _arch(v) in ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM") and _int(v, *_ATTN_CP) > 1,
              lambda v: "ValueError: Nemotron-H does not support --attn-cp-size > 1"),
     ArgCheck("attn-cp-divides-tp", "_handle_context_parallelism", "0.5.9", "0.5.23",
              lambda v: _int(v, *_ATTN_CP) > 1 and _int(v, *_TP) % _int(v, *_ATTN_CP) != 0,
@@ -1011,8 +1015,8 @@ CHECKS: tuple[ArgCheck, ...] = (
     # 0.5.23 refuses it for every model but DeepSeek V4 here; for DeepseekV4ForCausalLM (0.5.21 on) the
     # model_type (deepseek_v4 or deepseek_v41) decides, which plan does not read
     ArgCheck("encoder-swa-replay-needs-dsv41", "arg_groups/model_hook.py handle_model_capability_adjustments", "0.5.23",
-             "0.5.23", lambda v: bool(_v(v, "enable_encoder_swa_bounded_replay")) and bool(_archs(v))
-             and _archs(v)[0] != "DeepseekV4ForCausalLM",
+             "0.5.23", lambda v: bool(_v(v, "enable_encoder_swa_bounded_replay"))
+             and _arch(v) not in (None, "DeepseekV4ForCausalLM"),
              lambda v: "ValueError: --enable-encoder-swa-bounded-replay requires DeepSeek-V4.1"),
     # after the pipeline, the last validations of arg_groups/pipeline.py run_resolution_pipeline
     ArgCheck("deepep-v2-not-for-draft", "arg_groups/moe_hook.py validate_deepep_v2_speculative_draft", "0.5.19", "0.5.23",

@@ -1561,6 +1561,27 @@ def _model_runner_multimodal_factor(inp: MemoryInputs) -> float:
     return 0.95 if key < _vkey("0.4.4.post4") else 0.90
 
 
+# configs/model_config.py ModelConfig.__init__'s mm_disabled_models (read in each wheel): these architectures run
+# as text models unless --enable-multimodal asks for their vision (from 0.5.10 also unless --model-impl
+# transformers): is_multimodal is False, so none of SGLang's multimodal memory handling applies (the VLM factor on
+# mem_fraction_static, piecewise CUDA graphs off), though the vision tower's weights still load
+_MM_DISABLED = (
+    ("0.4.6", ("Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration")),
+    ("0.4.10.post1", ("Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration", "Step3VLForConditionalGeneration")),
+    ("0.5.16", ("Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration", "Step3VLForConditionalGeneration",
+                "InklingForConditionalGeneration")),
+)
+
+
+def runs_as_text(version: str, architecture: str | None, flags: Mapping[str, Any]) -> bool:
+    """The release runs this multimodal architecture as a text model (ModelConfig.is_multimodal False), given the
+    launch's parsed flag values (enable_multimodal, model_impl)."""
+    key = _vkey(version)
+    disabled = next((archs for since, archs in reversed(_MM_DISABLED) if key >= _vkey(since)), ())
+    transformers = key >= _vkey("0.5.10") and flags.get("model_impl") == "transformers"
+    return architecture in disabled and not flags.get("enable_multimodal") and not transformers
+
+
 # configs/model_config.py is_multimodal_chunked_prefill_supported (the same list 0.5.16-0.5.23): multimodal models
 # whose prefill cannot be chunked. From 0.5.16 the server-args resolution turns chunked prefill off for them
 # (arg_groups/model_hook.py handle_model_capability_adjustments, after the memory settings); before, only the
