@@ -150,14 +150,20 @@ class RegistryServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def files(self) -> list[Path]:
+        """Every file under the storage, listed while the registry may still be
+        removing a cancelled upload: a folder or file that vanishes mid-walk is
+        skipped (os.walk ignores a folder it cannot list; Path.rglob raises)."""
+        return [Path(top, name) for top, _, names in os.walk(self.storage) for name in names]
+
     def snapshot(self) -> dict[str, str]:
         """Every file the registry stores (path -> sha256 of its content), except
         in-progress uploads, whose names and 'startedat' stamps are per attempt."""
         out: dict[str, str] = {}
-        for path in sorted(self.storage.rglob("*")):
-            if path.is_file() and "_uploads" not in path.parts:
+        for path in sorted(self.files()):
+            if "_uploads" not in path.parts:
                 out[str(path.relative_to(self.storage))] = hashlib.sha256(path.read_bytes()).hexdigest()
         return out
 
     def stored_bytes(self) -> list[Path]:
-        return [p for p in self.storage.rglob("*") if p.is_file()]
+        return self.files()

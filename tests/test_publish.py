@@ -203,7 +203,7 @@ def wait_until_uploads_stop(registry: RegistryServer, *, timeout_s: float = 30.0
 
     def upload_sizes() -> dict[Path, int]:
         sizes = {}
-        for path in registry.storage.rglob("*"):
+        for path in registry.files():
             if "_uploads" in path.parts:
                 try:
                     sizes[path] = path.stat().st_size
