@@ -508,3 +508,15 @@ def test_a_pool_left_almost_nothing_is_borderline_by_the_pools_not_the_headroom(
     # a larger mem_fraction_static leaves the pool room and the headroom decides again
     wide = plan(matrix, "--tp", "2", "--mem-fraction-static", "0.9", sglang="0.5.2", gpu="H100 80GB HBM3x8")
     assert wide.margin()["limited_by"] == "headroom" and wide.plan.verdict == "fits"
+
+
+def test_plan_says_when_the_release_has_no_model_class_for_the_architecture(matrix) -> None:
+    """google/gemma-4-31b-it's published config: Gemma4ForConditionalGeneration is registered from 0.5.11 (the
+    matrix's architectures, read from each wheel's models/); on 0.5.9 plan still sizes it but says so."""
+    gemma4 = str(ROOT / "tests" / "data" / "published_sizes" / "gemma-4-31b-it")
+    said = {}
+    for version in ("0.5.9", "0.5.11"):
+        opts = PlanOptions(model=gemma4, flags=("--tp", "2"), gpu="RTX A6000x2", sglang=version, suggest=False)
+        said[version] = [n for n in plan_launch(opts, matrix=matrix).notes if "has no model class" in n]
+    assert said["0.5.11"] == []
+    assert len(said["0.5.9"]) == 1 and "Gemma4ForConditionalGeneration (first in 0.5.11)" in said["0.5.9"][0]

@@ -292,3 +292,37 @@ def test_plan_agrees_with_sglang_on_dense_mla_vision_and_gpt_oss_models(sglang_r
         print(f"\nsglang {version}: {folder.name}, plan agrees with SGLang's parser on {report['agree']} of "
               f"{report['cases']}")
     assert differing == {}
+
+
+# Model-specific attention asserts (server_args.py _handle_model_specific_adjustments, arg_groups/model_hook.py from
+# 0.5.19): Llama 4's backend list, Gemma 4's prefill / decode lists with its own default filling the unnamed side
+ATTENTION_LIST_CASES = [
+    [], ["--attention-backend", "flashinfer"], ["--attention-backend", "triton"], ["--attention-backend", "fa3"],
+    ["--prefill-attention-backend", "fa3"], ["--decode-attention-backend", "flashinfer"],
+    ["--attention-backend", "triton", "--decode-attention-backend", "fa4"],
+    ["--attention-backend", "flashmla", "--prefill-attention-backend", "triton"], ["--attention-backend", "ascend"],
+]
+
+
+@pytest.mark.network
+def test_plan_agrees_with_sglang_on_llama4_and_gemma4_attention_backends(sglang_release: tuple[str, str],
+                                                                        tmp_path: Path) -> None:
+    """Llama 4 Scout's config as the release's own transformers writes it (Llama4Config's defaults are
+    meta-llama/Llama-4-Scout-17B-16E's, per its docstring) and google/gemma-4-31b-it's published config
+    (tests/data/published_sizes; 0.5.9's transformers 4.57 has no gemma4 model type, so from 0.5.11)."""
+    from differential import run
+
+    version, python = sglang_release
+    scout = tmp_path / "llama-4-scout"
+    scout.mkdir()
+    subprocess.run([python, "-c", "import sys; from transformers import Llama4Config; c = Llama4Config(); "
+                    "c.architectures = ['Llama4ForConditionalGeneration']; open(sys.argv[1], 'w').write(c.to_json_string())",
+                    str(scout / "config.json")], check=True, timeout=300)
+    folders = [scout] + ([ROOT / "tests" / "data" / "published_sizes" / "gemma-4-31b-it"] if version != "0.5.9" else [])
+    differing = {}
+    for folder in folders:
+        report = run(python, version, ATTENTION_LIST_CASES, model=str(folder))
+        differing |= {f"{folder.name} {' '.join(r['flags'])}": r["differs"] for r in report["rows"] if r["differs"]}
+        print(f"\nsglang {version}: {folder.name}, plan agrees with SGLang's parser on {report['agree']} of "
+              f"{report['cases']}")
+    assert differing == {}

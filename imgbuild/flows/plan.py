@@ -458,6 +458,7 @@ def plan_launch(
     check_parallelism(geometry, launch, gpus.count, gpus.name)
 
     notes.extend(f"{h}: F0 is what it leaves" for h in gpus.holders)
+    notes.extend(_unregistered(geometry.architecture, version, matrix))
     rules = rules_for(version)
     if not rules.verified:
         notes.append(f"SGLang {version}: accounting rules of the {rules.era} family (read in 0.5.9, 0.5.10-0.5.14, 0.5.23)")
@@ -491,6 +492,21 @@ def plan_launch(
         notes=tuple(notes),
         draft_model_path=str(draft_path) if inputs.draft_model_external and draft_path else None,
     )
+
+
+def _unregistered(architecture: str, version: str, matrix: Any) -> list[str]:
+    """A release without a model class for the architecture (models/registry.py ModelRegistry): model_loader/
+    utils.py resolve_transformers_arch falls back to transformers' own class where the installed transformers
+    has one, else loading fails; plan sizes SGLang's model either way."""
+    engines = {e.version: e for e in getattr(matrix, "engines", ())}
+    engine = engines.get(version)
+    if not architecture or engine is None or not engine.architectures or architecture in engine.architectures:
+        return []
+    first = next((e.version for e in engines.values() if architecture in e.architectures), None)
+    since = f"first in {first}" if first and Version(first) > Version(version) else "see imgbuild check"
+    return [f"SGLang {version} has no model class for {architecture} ({since}): it falls back to the Transformers "
+            "implementation where the installed transformers has one, else fails at load; these figures are for "
+            "SGLang's own model"]
 
 
 def _with_start_failure(plan: MemoryPlan, version: str, launch: LaunchConfig, g: ModelGeometry) -> tuple[MemoryPlan, str | None]:

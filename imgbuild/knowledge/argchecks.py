@@ -282,6 +282,85 @@ def _gpt_oss_backends_refused(values: Values) -> bool:
     return named and (prefill not in names or decode not in names)
 
 
+# Llama 4's model-specific adjustments (server_args.py _handle_model_specific_adjustments 0.5.3-0.5.18,
+# arg_groups/model_hook.py after): with no --attention-backend it picks fa3 / trtllm_mha / aiter / triton itself
+# (from 0.5.5; 0.5.3 and 0.5.4 pick none there, not modelled), then asserts the backend is one of these
+# (off --device cpu). (since, until, accepted, the assert's text without the backend it got, names it)
+_LLAMA4_BACKENDS: tuple[tuple[str, str, tuple[str, ...], str, bool], ...] = (
+    ("0.5.3", "0.5.4", ("fa3", "aiter", "triton"), "fa3, aiter, or triton is required for Llama4 model", False),
+    ("0.5.5", "0.5.5.post3", ("fa3", "aiter", "triton", "trtllm_mha"),
+     "fa3, aiter, triton, or trtllm_mha is required for Llama4 model", False),
+    ("0.5.6", "0.5.9", ("fa3", "aiter", "triton", "trtllm_mha", "intel_xpu"),
+     "fa3, aiter, triton, trtllm_mha or intel_xpu is required for Llama4 model but got", True),
+    ("0.5.10", "0.5.23", ("fa3", "aiter", "triton", "ascend", "trtllm_mha", "intel_xpu"),
+     "fa3, aiter, triton, ascend, trtllm_mha or intel_xpu is required for Llama4 model but got", True),
+)
+
+
+def _llama4_rule(values: Values) -> tuple[tuple[str, ...], str, bool] | None:
+    version = Version(values[_VERSION])
+    if not str(_arch(values) or "").startswith("Llama4") or _v(values, "device") == "cpu":
+        return None
+    return next(((names, text, got) for since, until, names, text, got in _LLAMA4_BACKENDS
+                 if Version(since) <= version <= Version(until)), None)
+
+
+def _llama4_backend_refused(values: Values) -> bool:
+    rule = _llama4_rule(values)
+    backend = _attn(values, "attention_backend")
+    return rule is not None and backend is not None and backend not in rule[0]
+
+
+def _llama4_backend_message(values: Values) -> str:
+    _, text, got = _llama4_rule(values) or ((), "", False)
+    return f"AssertionError: {text} {_attn(values, 'attention_backend')}" if got else f"AssertionError: {text}"
+
+
+# Gemma 4's (server_args.py 0.5.13-0.5.18, arg_groups/model_hook.py after): the prefill and decode backends must
+# both be in the list; --attention-backend, when not given, is Gemma 4's own default even where one phase is named
+# (trtllm_mha on SM100, else triton; 0.5.13-0.5.18 triton for a modelopt_fp4 MoE checkpoint, arg_groups/
+# model_overrides/gemma4.py from 0.5.19). (since, until, accepted, the names the message gives)
+_GEMMA4 = ("Gemma4ForConditionalGeneration", "Gemma4ForCausalLM", "Gemma4UnifiedForConditionalGeneration")
+_GEMMA4_BACKENDS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+    ("0.5.13", "0.5.13", ("trtllm_mha", "triton", "intel_xpu"), "trtllm_mha, triton, or intel_xpu"),
+    # 0.5.14-0.5.17 accept ascend without saying so
+    ("0.5.14", "0.5.17", ("trtllm_mha", "triton", "ascend", "intel_xpu"), "trtllm_mha, triton, or intel_xpu"),
+    ("0.5.18", "0.5.19", ("trtllm_mha", "triton", "ascend", "intel_xpu", "intel_amx"),
+     "trtllm_mha, triton, ascend, intel_xpu, or intel_amx"),
+    ("0.5.20", "0.5.21", ("trtllm_mha", "triton", "ascend", "intel_xpu", "intel_amx", "aiter"),
+     "trtllm_mha, triton, ascend, intel_xpu, intel_amx, or aiter"),
+    ("0.5.22", "0.5.23", ("trtllm_mha", "triton", "fa4", "ascend", "intel_xpu", "intel_amx", "aiter"),
+     "trtllm_mha, triton, fa4, ascend, intel_xpu, intel_amx, or aiter"),
+)
+
+
+def _gemma4_rule(values: Values) -> tuple[tuple[str, ...], str] | None:
+    version = Version(values[_VERSION])
+    if _arch(values) not in _GEMMA4:
+        return None
+    return next(((names, said) for since, until, names, said in _GEMMA4_BACKENDS
+                 if Version(since) <= version <= Version(until)), None)
+
+
+def _gemma4_backends(values: Values) -> tuple[str, str]:
+    # Gemma 4's default: trtllm_mha on SM100 (a GPU given only as a memory size reads as not SM100: either
+    # default is accepted, so only the message's wording can differ)
+    default = "trtllm_mha" if _cc_major(values) in _SM100 else "triton"
+    attention = _attn(values, "attention_backend") or default
+    return _attn(values, "prefill_attention_backend") or attention, _attn(values, "decode_attention_backend") or attention
+
+
+def _gemma4_backend_refused(values: Values) -> bool:
+    rule = _gemma4_rule(values)
+    return rule is not None and not all(b in rule[0] for b in _gemma4_backends(values))
+
+
+def _gemma4_backend_message(values: Values) -> str:
+    _, said = _gemma4_rule(values) or ((), "")
+    prefill, decode = _gemma4_backends(values)
+    return f"AssertionError: Gemma4 only supports {said} attention backend, got prefill={prefill}, decode={decode}"
+
+
 def _lmo_reaches_list(values: Values) -> bool:
     # model_hook.py handle_language_model_only refuses these combinations (other texts) before the list
     combined = ("encoder_only", "language_only", "enable_prefix_mm_cache", "enable_broadcast_mm_inputs_process",
@@ -677,6 +756,10 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: f"AssertionError: GptOssForCausalLM requires one of {list(_arch_list(v, _GPT_OSS_BACKENDS) or ())} "
                        "attention backend, but got the following backends\n"
                        f"- Prefill: {_gpt_oss_backends(v)[0]}\n- Decode: {_gpt_oss_backends(v)[1]}\n"),
+    ArgCheck("llama4-attention-backend", "arg_groups/model_hook.py handle_model_specific_adjustments", "0.5.3", "0.5.23",
+             _llama4_backend_refused, _llama4_backend_message),
+    ArgCheck("gemma4-attention-backends", "arg_groups/model_hook.py handle_model_specific_adjustments", "0.5.13", "0.5.23",
+             _gemma4_backend_refused, _gemma4_backend_message),
     ArgCheck("prefill-kv-dequant-needs-nvfp4", "arg_groups/kv_cache_hook.py handle_nvfp4_prefill_kv_dequant_dtype",
              "0.5.21", "0.5.23",
              lambda v: _v(v, "kv_cache_dtype", "auto") != "nvfp4" and _v(v, "prefill_kv_cache_dequant_dtype", "auto") != "auto",
