@@ -445,7 +445,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Could not start backend: Model is not supported",
             # vLLM's Transformers fallback (model_executor/models/registry.py) for a class neither side has
             r"Cannot find model module\. '\w+' is not a registered model in the Transformers library",
-            r"\w+ has no vLLM implementation and the Transformers implementation is not compatible with vLLM",
+            # ... and SGLang's (model_loader/utils.py resolve_transformers_arch: "has no SGlang implementation")
+            r"\w+ has no (?:vLLM|SGl?ang) implementation and the Transformers implementation is not compatible with",
             r"Can not found rewrite for architectures",
             r"KeyError: '\w+(?:ForCausalLM|ForConditionalGeneration)'",
             # a backend's own list ("Currently supported multi-modal models are llava, ... Got qwen2_vl.",
@@ -535,7 +536,12 @@ CATALOG: tuple[Signature, ...] = (
             r"\bof socVersion \[\w+\] does not support opType\b",
             r"\bsocversion \w+ of bin package does not match the current device",
             # vLLM's CUTLASS scaled-mm dispatch on a GPU it was not built for (vllm issue 32109: sm_120)
-            r"\bNo compiled \w+ for CUDA device capability: \d+",
+            r"\bNo compiled \w+ for (?:a compute capability less than )?CUDA device capability: \d+",
+            # vLLM's FlashMLA op module (attention/ops/flashmla.py) missing from a wheel built without this GPU's
+            # arch (vllm-deepseek-v4-sm89 issue 90)
+            r"was not compiled due to insufficient nvcc version or a supported arch was not in the list of target",
+            # Triton's elementwise lowering of FP8 (e4m3) conversions on a GPU below sm_90 (vllm issue 5479)
+            r"Conversion from/to f8\w+ is only supported on compute capability >= \d+",
             r"cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU",
             # rocBLAS with no Tensile kernels for this GPU's gfx target
             r"rocBLAS error: Cannot read \S*TensileLibrary\S*: .{0,60}for GPU arch",
@@ -795,7 +801,11 @@ CATALOG: tuple[Signature, ...] = (
             r"\bOfflineModeIsEnabled: ",
             r"\bHfHubHTTPError: 4\d\d Client Error",
             # requests/urllib3 that cannot reach the Hub or its mirror (no network, a proxy's certificate)
-            r"HTTPSConnectionPool\(host='(?:huggingface\.co|hf-mirror\.com|[\w.-]+\.hf\.co)', port=443\): Max retries exceeded",
+            # (also inside a repr()'d exception, its quotes escaped: host=\'huggingface.co\', vllm issue 1986)
+            r"HTTPSConnectionPool\(host=\\?'(?:huggingface\.co|hf-mirror\.com|[\w.-]+\.hf\.co)\\?', port=443\): Max retries "
+            r"exceeded",
+            # Xinference's model downloader (model/utils.py) giving up on the Hub or ModelScope
+            r"\bFailed to download model '[^']{1,200}'.{0,80} after multiple retries",
             r"\bCould not download model artifacts\b",  # text-embeddings-inference's router (download.rs)
             # a Rust hub client (NIM's nim_sdk::hub::repo, TEI's download.rs) that cannot reach the model's files
             r"error sending request for url \(https://(?:api\.ngc\.nvidia\.com/\S*/models/|huggingface\.co/)",
@@ -1072,6 +1082,8 @@ _IMPORT = Signature(
         r"Failed to load dynamic shared library \S+\.so\b",
         r"undefined symbol: _Z\w+",
         r"ModuleNotFoundError: No module named",
+        # Xinference's engine loaders (model/llm/*/core.py) when the engine package does not import
+        r"Please make sure '[\w.-]+' is installed\. You can install it by `pip install",
         r"RayTaskError\((?:ModuleNotFoundError|ImportError)\)",  # a Ray worker's import, as its caller raises it
         r"PackageNotFoundError: No package metadata was found for \S+",  # importlib.metadata: not installed
         # Triton's model loader without the backend's shared library in the image (tensorrtllm, vllm, python)
@@ -1119,6 +1131,9 @@ _NO_GPU = Signature(
         r"No accelerator \([^)]{0,200}\)(?: or platform plugin)? is available(?!\.? - Falling back)",
         r"No supported accelerator \([^)]{0,200}\) available",
         r"No CUDA GPUs are available",
+        # TGI's models/__init__.py get_model: a sharded model class with no CUDA device ("Sharded Llama requires
+        # CUDA.", TGI issue 620: a container started without the GPUs)
+        r"NotImplementedError: Sharded \w+ requires CUDA\.",
         # utils/common.py get_nvgpu_memory_capacity (0.4.0-0.5.23): nvidia-smi listed no GPU memory (a MIG
         # slice, a container without the GPUs; MinerU's SGLang backend, MinerU issue 2724)
         r"No GPU memory values found\.",
@@ -1243,6 +1258,7 @@ _KILLED = Signature(
         r"\bexited with (?:exit )?code:? -9\b",
         r"\bscheduler died during initialization \(exit code: -9\)",  # entrypoints/engine.py, from 0.5.11
         r"exited with code 137",  # docker compose
+        r"\bexited on signal 9 \(Killed\)",  # Open MPI's mpirun (TensorRT-LLM's multi-GPU runs)
         r"Out of memory: Killed process|killed as a result of limit of",  # the kernel's log
         r"\bKilled process \d+ ?\(",  # its victim line, also retyped (ktransformers issue 890)
         r"\boom[_ ]reaper: reaped process \d+",
@@ -1444,6 +1460,21 @@ _CUSTOM_ALLREDUCE_P2P = Signature(
     ),
     source="custom_all_reduce.cuh",
 )
+# The same refusal from another runtime's P2P setup (TensorRT-LLM issue 1625: "CUDA runtime error in error: peer
+# access is not supported between these two devices"): cudaErrorPeerAccessUnsupported between the ranks' GPUs.
+_PEER_ACCESS = Signature(
+    NCCL,
+    _re(r"CUDA runtime error in \w+: peer access is not supported between these two devices",
+        r"\bcudaErrorPeerAccessUnsupported\b"),
+    "The GPUs cannot reach each other's memory directly (no CUDA peer-to-peer access), which the multi-GPU "
+    "communication path asked for.",
+    (
+        "Check `nvidia-smi topo -m`: GPUs on different PCIe roots, or behind some virtualisation, have no P2P.",
+        "In SGLang, --disable-custom-all-reduce sends tensor-parallel traffic through NCCL, which falls back to "
+        "shared memory without P2P; set NCCL_P2P_DISABLE=1 if NCCL itself fails the same way.",
+    ),
+    source="CUDA runtime",
+)
 # EADDRNOTAVAIL: the address to listen on is not one of this machine's (FastChat issue 1714: localhost
 # resolved to ::1 on a host without IPv6). The port is fine; the address is not.
 _ADDRESS_NOT_AVAILABLE = Signature(
@@ -1511,7 +1542,8 @@ _TOKENIZERS_TOO_OLD = Signature(
 CATALOG = CATALOG + (
     _BROKEN_CHECKPOINT, _TOKENIZERS_TOO_OLD,
     _IMPORT, _IMPORT_WARNED, _FABRIC_NOT_READY, _DRIVER_MISMATCH, _CPU_ONLY_TORCH, _NO_GPU, _NO_GPU_TO_SCHEDULE,
-    _TRUST_REMOTE_CODE, _KILLED, _RAY_KILLED, _TERMINATED, _CUSTOM_ALLREDUCE_P2P, _CUSTOM_ALLREDUCE_FAILED, _ADDRESS_NOT_AVAILABLE,
+    _TRUST_REMOTE_CODE, _KILLED, _RAY_KILLED, _TERMINATED, _CUSTOM_ALLREDUCE_P2P, _PEER_ACCESS, _CUSTOM_ALLREDUCE_FAILED,
+    _ADDRESS_NOT_AVAILABLE,
     _VERSION_MISMATCH,
 )
 
