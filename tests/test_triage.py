@@ -631,6 +631,15 @@ def test_triage_imports_no_adapter_library():
 # import and download give-ups, a Hub URL inside a repr()'d exception, TGI's "Sharded X requires CUDA.", Open
 # MPI's "exited on signal 9 (Killed)", CUDA peer access refused outside the custom all-reduce; LocalAI falling
 # back to CPU stays a miss (listed). All: 410 of 483.
+# Then a last resort for a failure no signature matches (triage.py _by_wording): the class its cause line names in
+# general words, or the place it was raised (a build step, the Hub client, torch.distributed, transformers' auto
+# classes), written against the tuned part alone (no tuned log changed); the held-out part, scored once after: 411.
+# A twentieth round (four collectors: runtime bugs and clean start-ups; flags, memory and ports; child reports,
+# NCCL and JIT builds; kernels, architectures and imports): 70 logs (13 held out by the sha256 rule, 13 of 13 first
+# seen; 57 tuned, 52 first seen, the same with or without the last resort). The tuned misses taught: mlx-serve's
+# insufficient memory, Ray's port allocation, SGLang's PD transfer refusing different TP sizes, GPUStack's
+# "Inference server exited"; TGI's WARN of an optional import it goes on without stays a miss (listed). All: 424
+# of 496.
 
 TUNED_ALL = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 # The ninth round's tuned logs the classifier still reads otherwise, each with why: its class is argued
@@ -668,6 +677,9 @@ KNOWN_TUNED_MISSES = {
     # the seventeenth round
     "none.vllm-rocm-11.txt": "a ROCm build's warnings that vllm._C does not load (an undefined symbol) above the --help "
                              "it printed: read as the import failure the launch will meet",
+    # the twentieth round
+    "none.tgi-pr2702.txt": "TGI's WARN records of optional model imports (Flash Attention, Mamba) it starts without: "
+                           "read as the import failure the launch will meet",
     # the nineteenth round
     "no-gpu-visible.localai-2394.txt": "LocalAI's entrypoint finding no nvidia-smi and going on on the CPU: a warning "
                                        "the server starts after, read as no failure",
@@ -677,8 +689,8 @@ KNOWN_TUNED_MISSES = {
 }
 TUNED = [p for p in TUNED_ALL if p.name not in KNOWN_TUNED_MISSES]
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.845  # measured 410 of 483 (0.849: the nineteenth round's held-out part, 10 of 14 first seen, took it
-# below the 0.85 of 400 of 469); the target is 0.95
+HELDOUT_FLOOR = 0.85  # measured 424 of 496 (0.855; the nineteenth round's part, 10 of 14 first seen, had taken it to
+# 0.849, the twentieth's, 13 of 13, back up); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

@@ -36,7 +36,7 @@ import json
 import os
 import re
 from bisect import bisect_left
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
@@ -273,6 +273,8 @@ CATALOG: tuple[Signature, ...] = (
             # engines that assert it before sizing their paged KV pool ("Not enough memory for KV cache,
             # try reducing --num-pages": FreeToken-Web issue 2)
             r"Not enough memory for KV cache",
+            # mlx-serve's loader (mlx-serve issue 210): the weights' estimate against the unified memory free
+            r"\bInsufficient memory to load model: weights ~?[\d.]+ ?[KMGT]i?B but only [\d.]+ ?[KMGT]i?B free",
             # TensorRT-LLM's batch manager: the paged KV pool its free-memory fraction gave holds less than one
             # sequence (as the Triton backend and its Python stub report it)
             r"maxTokensInPagedKvCache (?:\(\d+\) )?must be large enough to process at least 1 sequence",
@@ -701,6 +703,9 @@ CATALOG: tuple[Signature, ...] = (
         _re(
             r"\[Errno 98\]",
             r"address already in use",
+            # Ray's port allocation for its components (NeMo-RL issue 261: "Ray component worker_ports is trying to
+            # use a port number 53058 that is used by other components")
+            r"\bis trying to use a port number \d+ that is used by other components",
             r"EADDRINUSE",
             r"\[Errno 10048\]",  # Windows' WSAEADDRINUSE, in the system's language after it
             # Windows' WSAEACCES on bind: the port is in a range the system reserved (Hyper-V, WSL) or
@@ -918,6 +923,9 @@ CATALOG: tuple[Signature, ...] = (
         FLAGS_REFUSED,
         _re(
             r"launch_server\.py: error: ",
+            # disaggregation/{common,mooncake,nixl}/conn.py: prefill and decode started with TP sizes the
+            # model's state transfer cannot map (sglang issue 38552); the fix is the launch's TP sizes
+            r"PD Disaggregation does NOT support PD different TP sizes for\b",
             # llama.cpp's common/arg.cpp on an option's value (LLMKube issue 147, flexllama issue 15)
             r"^error while handling argument \"--?[\w-]+\": ",
             # TGI's launcher validating its options (UI-TARS issue 153, a Hugging Face endpoint)
@@ -1614,7 +1622,9 @@ _CHILD_REPORT = re.compile(
     r"|\bengine\.py\", line \d+, in sigquit_handler\b|^Quit \(core dumped\)\s*$"
     # the same, from 0.5.11 (_scheduler_died_error): its hint about -9 and the OOM killer is not the cause
     r"|\bRank \d+ scheduler died during initialization \(exit code: -?\d+\)"
-    r"|\bWorker proc \S+ died unexpectedly"  # vLLM's v1/executor/multiproc_executor.py: a TP worker
+    r"|\bWorker proc \S+ died unexpectedly"
+    # GPUStack's worker on the inference server it launched (GPUStack issue 109: "... exited with code 0.")
+    r"|\bInference server exited with code -?\d+"  # vLLM's v1/executor/multiproc_executor.py: a TP worker
     # model_executor/model_runner.py (0.4.x-0.5.x): this rank loaded, another did not
     r"|could finish the model loading, but there are other ranks"
     # Xinference's actor framework (xoscar) when the model's subprocess went away
@@ -2791,13 +2801,87 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
     or only a child's death, is read again (_second_reading); the reading that finds more wins (a
     known class, then a failure, then a child's death, then none), the first where they find as much."""
     kept = _printed_lines(lines)
-    found = _diagnose_read(_read_log(kept))
+    log = _read_log(kept)
+    found = _diagnose_read(log)
     other = _second_reading(kept) if found.failure_class in (NONE, UNKNOWN, CHILD_FAILED) else None
     if other is not None:
-        again = _diagnose_read(_read_log(other))
+        other_log = _read_log(other)
+        again = _diagnose_read(other_log)
         if _weight(again) > _weight(found):
-            found = again
-    return found
+            found, log = again, other_log
+    return _by_wording(found, log)
+
+
+# The last resort for a failure no signature matches: what its cause line says in general words. Each rule
+# needs a subject and a verdict word in the same line (the GPU's capability AND "not supported"), so that a
+# runtime bug that only mentions a GPU or a rank stays unknown. Ordered: the first that matches wins.
+_WORDING: tuple[tuple[str, re.Pattern[str]], ...] = tuple((klass, re.compile(rx, re.IGNORECASE)) for klass, rx in (
+    (PORT_IN_USE, r"\baddress already in use\b|\bport \d+ is (?:already )?(?:in use|not available|occupied)"),
+    (DRIVER_TOO_OLD, r"\bdriver\b.{0,80}\b(?:too old|insufficient|is older|not new enough|update your)"),
+    (NO_KERNEL_IMAGE, r"(?:\bcompute capability|\bsm_?\d{2,3}a?\b|\bcuda arch|\bgpu arch|\bdevice capability|\bgfx\d{3,4})"
+                      r".{0,120}\b(?:not supported|unsupported|only supported|not compiled|no kernel|not built|"
+                      r"is required|requires|at least|or (?:newer|higher|above))"
+                      r"|\b(?:not supported|unsupported|only supported|not compiled|not built)\b.{0,80}"
+                      r"(?:\bcompute capability|\bsm_?\d{2,3}a?\b|\bcuda arch|\bgpu arch|\bgfx\d{3,4})"),
+    (JIT_BUILD_FAILED, r"\b(?:ninja|nvcc|ptxas|cicc|cmake)\b.{0,120}\b(?:error|failed|returned non-zero|stopped)"
+                       r"|\b(?:error building extension|compilation terminated|jit compil\w* failed|"
+                       r"failed to (?:build|compile) (?:the )?(?:kernel|extension|module))"),
+    (NCCL, r"\b(?:nccl|rccl|hccl|gloo|c10d|processgroup\w*|init_process_group)\b.{0,160}\b(?:error|fail\w*|"
+           r"timed? ?out|abort\w*|refused|closed|reset)"),
+    (IMPORT_FAILED, r"\bcannot import name\b|\bno module named\b|\bundefined symbol\b|\bis not installed\b|"
+                    r"\bplease install\b|\bfailed to import\b"),
+    (UNSUPPORTED_ARCHITECTURE, r"\b(?:architectures?|model[_ ]type|model class)\b.{0,120}\b(?:not (?:yet )?supported|"
+                               r"unsupported|not recognized|unrecognized|not registered)"),
+    (MODEL_NOT_FOUND, r"\brepository not found\b|\bnot a valid model identifier\b|\bdoes not appear to have a file "
+                      r"named\b|\bgated repo\b|\bno such file or directory\b.{0,200}(?:config\.json|\.safetensors|"
+                      r"tokenizer)"),
+    (NO_GPU_VISIBLE, r"\bno (?:cuda|nvidia|gpu|accelerator)s?\b.{0,40}\b(?:found|available|detected|visible)\b|"
+                     r"\bcuda is not available\b|\bnvml\w* (?:init\w*|error)\b.{0,40}\b(?:fail|error)"),
+))
+
+
+# ... then where it was raised: the exception's own type, or the innermost frame's package (a build step, the
+# Hub client, torch.distributed, transformers' auto classes) names the kind when its words do not
+# (not Triton's or inductor's: a kernel that compiled and then faulted raises through them too)
+_RAISED_BY: tuple[tuple[str, re.Pattern[str]], ...] = tuple((klass, re.compile(rx)) for klass, rx in (
+    (JIT_BUILD_FAILED, r"^triton\.compiler\.errors\.CompilationError\b"),
+    (NCCL, r"^torch\.distributed\.\w*(?:Error|Exception)\b"),
+    (MODEL_NOT_FOUND, r"^huggingface_hub\.(?:errors|utils\._errors|utils\._validators)\.\w+"),
+))
+_RAISED_IN: tuple[tuple[str, re.Pattern[str]], ...] = tuple((klass, re.compile(rx)) for klass, rx in (
+    # (not tvm_ffi: SGLang's JIT kernels run through it as well as build)
+    (JIT_BUILD_FAILED, r"/(?:torch/utils/cpp_extension\.py|flashinfer/jit/|deep_gemm/jit|setuptools/|distutils/)"),
+    (MODEL_NOT_FOUND, r"/(?:huggingface_hub|modelscope/hub)/"),
+    (NCCL, r"/torch/distributed/|/pynccl\w*\.py\b"),
+    (UNSUPPORTED_ARCHITECTURE, r"/transformers/models/auto/(?:configuration_auto|auto_factory)\.py\b"),
+))
+
+
+_PROGRAMMING_ERROR = re.compile(r"^(?:[\w.]+\.)?(?:TypeError|AttributeError|NameError|UnboundLocalError):")
+
+
+def _raised_where(log: _Log, found: Diagnosis) -> str | None:
+    """The class the cause's exception type, or the innermost frame of its traceback, names (_RAISED_BY, _RAISED_IN)."""
+    klass = next((k for k, rx in _RAISED_BY if rx.search(found.cause or "")), None)
+    if klass is not None or found.line_number is None:
+        return klass
+    if _PROGRAMMING_ERROR.match(found.cause or ""):
+        return None  # a call or an attribute one package's version does not have: not the kind of the place
+    tb = next((t for t in log.tracebacks if t.exception == found.line_number - 1 and t.frames), None)
+    return None if tb is None else next((k for k, rx in _RAISED_IN if rx.search(tb.frames[-1])), None)
+
+
+def _by_wording(found: Diagnosis, log: _Log) -> Diagnosis:
+    """An unknown failure whose cause line names its kind in general words (_WORDING), or whose exception was
+    raised where one kind of failure is (_raised_where): that class, inferred."""
+    if found.failure_class != UNKNOWN or not found.cause:
+        return found
+    klass = next((k for k, rx in _WORDING if rx.search(found.cause)), None) or _raised_where(log, found)
+    if klass is None:
+        return found
+    sig = next(s for s in CATALOG if s.failure_class == klass)
+    return replace(found, failure_class=klass, advice=sig.advice, confidence="inferred",
+                   summary=f"No signature matched; the error's own words read as {klass}: {sig.summary}")
 
 
 def _weight(d: Diagnosis) -> int:
