@@ -2809,39 +2809,12 @@ def diagnose_log(lines: Iterable[str]) -> Diagnosis:
         again = _diagnose_read(other_log)
         if _weight(again) > _weight(found):
             found, log = again, other_log
-    return _by_wording(found, log)
+    return _by_origin(found, log)
 
 
-# The last resort for a failure no signature matches: what its cause line says in general words. Each rule
-# needs a subject and a verdict word in the same line (the GPU's capability AND "not supported"), so that a
-# runtime bug that only mentions a GPU or a rank stays unknown. Ordered: the first that matches wins.
-_WORDING: tuple[tuple[str, re.Pattern[str]], ...] = tuple((klass, re.compile(rx, re.IGNORECASE)) for klass, rx in (
-    (PORT_IN_USE, r"\baddress already in use\b|\bport \d+ is (?:already )?(?:in use|not available|occupied)"),
-    (DRIVER_TOO_OLD, r"\bdriver\b.{0,80}\b(?:too old|insufficient|is older|not new enough|update your)"),
-    (NO_KERNEL_IMAGE, r"(?:\bcompute capability|\bsm_?\d{2,3}a?\b|\bcuda arch|\bgpu arch|\bdevice capability|\bgfx\d{3,4})"
-                      r".{0,120}\b(?:not supported|unsupported|only supported|not compiled|no kernel|not built|"
-                      r"is required|requires|at least|or (?:newer|higher|above))"
-                      r"|\b(?:not supported|unsupported|only supported|not compiled|not built)\b.{0,80}"
-                      r"(?:\bcompute capability|\bsm_?\d{2,3}a?\b|\bcuda arch|\bgpu arch|\bgfx\d{3,4})"),
-    (JIT_BUILD_FAILED, r"\b(?:ninja|nvcc|ptxas|cicc|cmake)\b.{0,120}\b(?:error|failed|returned non-zero|stopped)"
-                       r"|\b(?:error building extension|compilation terminated|jit compil\w* failed|"
-                       r"failed to (?:build|compile) (?:the )?(?:kernel|extension|module))"),
-    (NCCL, r"\b(?:nccl|rccl|hccl|gloo|c10d|processgroup\w*|init_process_group)\b.{0,160}\b(?:error|fail\w*|"
-           r"timed? ?out|abort\w*|refused|closed|reset)"),
-    (IMPORT_FAILED, r"\bcannot import name\b|\bno module named\b|\bundefined symbol\b|\bis not installed\b|"
-                    r"\bplease install\b|\bfailed to import\b"),
-    (UNSUPPORTED_ARCHITECTURE, r"\b(?:architectures?|model[_ ]type|model class)\b.{0,120}\b(?:not (?:yet )?supported|"
-                               r"unsupported|not recognized|unrecognized|not registered)"),
-    (MODEL_NOT_FOUND, r"\brepository not found\b|\bnot a valid model identifier\b|\bdoes not appear to have a file "
-                      r"named\b|\bgated repo\b|\bno such file or directory\b.{0,200}(?:config\.json|\.safetensors|"
-                      r"tokenizer)"),
-    (NO_GPU_VISIBLE, r"\bno (?:cuda|nvidia|gpu|accelerator)s?\b.{0,40}\b(?:found|available|detected|visible)\b|"
-                     r"\bcuda is not available\b|\bnvml\w* (?:init\w*|error)\b.{0,40}\b(?:fail|error)"),
-))
-
-
-# ... then where it was raised: the exception's own type, or the innermost frame's package (a build step, the
-# Hub client, torch.distributed, transformers' auto classes) names the kind when its words do not
+# The last resort for a failure that no signature matches and whose words name no class (_WORDED): where it was
+# raised. The exception's own type, or the innermost frame's package (a build step, the Hub client,
+# torch.distributed, transformers' auto classes), names the kind of failure.
 # (not Triton's or inductor's: a kernel that compiled and then faulted raises through them too)
 _RAISED_BY: tuple[tuple[str, re.Pattern[str]], ...] = tuple((klass, re.compile(rx)) for klass, rx in (
     (JIT_BUILD_FAILED, r"^triton\.compiler\.errors\.CompilationError\b"),
@@ -2871,17 +2844,16 @@ def _raised_where(log: _Log, found: Diagnosis) -> str | None:
     return None if tb is None else next((k for k, rx in _RAISED_IN if rx.search(tb.frames[-1])), None)
 
 
-def _by_wording(found: Diagnosis, log: _Log) -> Diagnosis:
-    """An unknown failure whose cause line names its kind in general words (_WORDING), or whose exception was
-    raised where one kind of failure is (_raised_where): that class, inferred."""
+def _by_origin(found: Diagnosis, log: _Log) -> Diagnosis:
+    """An unknown failure raised where one kind of failure is (_raised_where): that class, inferred."""
     if found.failure_class != UNKNOWN or not found.cause:
         return found
-    klass = next((k for k, rx in _WORDING if rx.search(found.cause)), None) or _raised_where(log, found)
+    klass = _raised_where(log, found)
     if klass is None:
         return found
     sig = next(s for s in CATALOG if s.failure_class == klass)
     return replace(found, failure_class=klass, advice=sig.advice, confidence="inferred",
-                   summary=f"No signature matched; the error's own words read as {klass}: {sig.summary}")
+                   summary=f"Probably: {sig.summary} (no signature matched; read from where the error was raised)")
 
 
 def _weight(d: Diagnosis) -> int:
@@ -3361,7 +3333,10 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
                           r"|\bout of (?:gpu|device|cuda|video) memory\b|\bOOM\b(?! ?kill)", re.IGNORECASE)),
     # a collective library (NCCL, ROCm's RCCL, Ascend's HCCL, torch's gloo) or a collective it ran
     (NCCL, re.compile(r"\b(?:nccl|rccl|hccl|gloo)\b|\ball[_ -]?(?:reduce|gather)\b.{0,60}\b(?:fail|error|timed? ?out)"
-                      r"|\bcollective operation\b", re.IGNORECASE)),
+                      r"|\bcollective operation\b"
+                      # torch.distributed's own layers (c10d's store, a ProcessGroup, init_process_group) failing
+                      r"|\b(?:c10d|processgroup\w*|init_process_group)\b.{0,160}\b(?:error|fail\w*|timed? ?out|abort\w*|"
+                      r"refused|closed|reset)", re.IGNORECASE)),
     (DRIVER_TOO_OLD, re.compile(r"\bdriver\b.{0,60}\b(?:too old|insufficient|older than|update)"
                                 r"|\b(?:requires?|needs?) (?:a )?newer (?:nvidia |cuda |gpu |display )?driver\b",
                                 re.IGNORECASE)),
@@ -3376,7 +3351,14 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
                                  r"|\bonly (?:supports?|supported on|runs on) (?:\w+ )?\(?sm_?\d{2,3}\b"
                                  r"|\brequires? (?:an? )?sm_?\d{2,3}\b"
                                  # a kernel's minimum against the GPU's: "Min capability: 80. Current capability: 75"
-                                 r"|\bmin(?:imum)? (?:compute )?capability\W{0,3}\d+.{0,60}\bcurrent (?:compute )?capability\b",
+                                 r"|\bmin(?:imum)? (?:compute )?capability\W{0,3}\d+.{0,60}\bcurrent (?:compute )?capability\b"
+                                 # the GPU's generation (its capability, sm_XX, CUDA or gfx arch) with a kernel not
+                                 # built or not supported for it, in either order
+                                 r"|(?:\bcompute capability|\bsm_?\d{2,3}a?\b|\bcuda arch|\bgpu arch|\bdevice capability|"
+                                 r"\bgfx\d{3,4})\w*.{0,120}\b(?:unsupported|not supported|only supported|not compiled|no kernel|not built|"
+                                 r"at least|or (?:newer|higher|above))"
+                                 r"|\b(?:unsupported|only supported|not compiled|not built)\b.{0,80}(?:\bcompute capability|"
+                                 r"\bsm_?\d{2,3}a?\b|\bcuda arch|\bgpu arch|\bgfx\d{3,4})",
                                  re.IGNORECASE)),
     (UNSUPPORTED_ARCHITECTURE, re.compile(r"\b(?:architecture|model[ _]type)s?\b.{0,60}\bnot (?:yet )?"
                                           r"(?:supported|recognized|registered)\b"
@@ -3387,7 +3369,10 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
                                  r"\b(?:not found|does not exist|doesn't exist)"
                                  # the checkpoint's own files missing where the model should be
                                  r"|\b(?:config\.json|tokenizer(?:_config)?\.json|safetensors)\b.{0,60}\b(?:not found|no such file|"
-                                 r"does not (?:exist|appear)|missing)\b", re.IGNORECASE)),
+                                 r"does not (?:exist|appear)|missing)\b"
+                                 # transformers' and huggingface_hub's words for a repo id or file that is not there
+                                 r"|\bnot a valid model identifier\b|\bdoes not appear to have a file named\b|\bgated repo\b",
+                                 re.IGNORECASE)),
     # a hub client's error chain while fetching the model ("initializing ngc repo from repo_id: ...",
     # "fetching file_map": NVIDIA NIM, nim-deploy issue 62); lower case, as such chains are written
     (MODEL_NOT_FOUND, re.compile(r"(?:fetching|downloading|initializing) (?:\w+ ){0,2}(?:repo|model|weights|file[ _]?map)\b")),
