@@ -641,6 +641,13 @@ def test_triage_imports_no_adapter_library():
 # insufficient memory, Ray's port allocation, SGLang's PD transfer refusing different TP sizes, GPUStack's
 # "Inference server exited"; TGI's WARN of an optional import it goes on without stays a miss (listed). All: 424
 # of 496.
+# A twenty-first round (two collectors: SGLang and the projects that launch it, then vLLM, TensorRT-LLM, lmdeploy,
+# TGI and llama.cpp of 2025-2026; nearly every SGLang thread found was already held): 53 logs (15 held out by the
+# sha256 rule, 10 of 15 first seen; 38 tuned, 32 first seen). The tuned misses taught: a compiler's
+# "file.cuh:124: error:" under aiter's JIT, the HIP runtime finding no code object for the gfx target,
+# TensorRT-LLM's "only support Hopper", torch 2.7's compute-capability warning, LM Studio's load guardrail; one
+# log labelled unknown when collected is relabelled flags-refused, as the corpus labels the same launch's
+# ModelConfig refusal (vllm issue 26161). All: 437 of 511.
 
 TUNED_ALL = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 # The ninth round's tuned logs the classifier still reads otherwise, each with why: its class is argued
@@ -690,8 +697,8 @@ KNOWN_TUNED_MISSES = {
 }
 TUNED = [p for p in TUNED_ALL if p.name not in KNOWN_TUNED_MISSES]
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 424 of 496 (0.855; the nineteenth round's part, 10 of 14 first seen, had taken it to
-# 0.849, the twentieth's, 13 of 13, back up); the target is 0.95
+HELDOUT_FLOOR = 0.85  # measured 437 of 511 (0.855; the nineteenth round's part, 10 of 14 first seen, had taken it to
+# 0.849, the twentieth's, 13 of 13, back up; the twenty-first's 10 of 15); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

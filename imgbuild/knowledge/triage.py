@@ -273,6 +273,8 @@ CATALOG: tuple[Signature, ...] = (
             # engines that assert it before sizing their paged KV pool ("Not enough memory for KV cache,
             # try reducing --num-pages": FreeToken-Web issue 2)
             r"Not enough memory for KV cache",
+            # LM Studio's load guardrail (lmstudio-bug-tracker issue 1038)
+            r"\bModel loading was (?:stopped|aborted) due to insufficient system resources",
             # mlx-serve's loader (mlx-serve issue 210): the weights' estimate against the unified memory free
             r"\bInsufficient memory to load model: weights ~?[\d.]+ ?[KMGT]i?B but only [\d.]+ ?[KMGT]i?B free",
             # TensorRT-LLM's batch manager: the paged KV pool its free-memory fraction gave holds less than one
@@ -552,6 +554,10 @@ CATALOG: tuple[Signature, ...] = (
             r"(?:CUDA|HIP) error: invalid device function|cuda runtime error \(98\) : invalid device function",
             r"cudaErrorInvalidDeviceFunction|hipErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu",
             r"Unable to find code object for all current devices",
+            # the HIP runtime's trace (AMD_LOG_LEVEL) of a fat binary without this gfx target (ROCm ATOM issue 69)
+            r"\bNo compatible code objects found for: gfx\w+",
+            # TensorRT-LLM's kernels' own GPU checks ("fp8 blockscale gemm only support Hopper.", issue 5064)
+            r"\bonly supports? (?:on )?(?:Hopper|Blackwell|Ampere|Ada)\b",
             r"CUBLAS_STATUS_ARCH_MISMATCH",  # cuBLAS has no kernel for this GPU's architecture
             # TensorRT-LLM's attention op (attentionOp.cpp) on a GPU without FP8 tensor cores
             r"FP8 FMHA cannot be enabled except on Ada or Hopper",
@@ -600,7 +606,10 @@ CATALOG: tuple[Signature, ...] = (
     Signature(
         NO_KERNEL_IMAGE,
         # A torch warning that precedes the error on too-new GPUs (e.g. sm_120 on cu124).
-        _re(r"with CUDA capability sm_\d+ is not compatible with the current PyTorch installation"),
+        _re(r"with CUDA capability sm_\d+ is not compatible with the current PyTorch installation",
+            # torch 2.7's wording (torch/cuda/__init__.py _warn_unsupported_code, vllm PR 39878: a V100)
+            r"which is of compute capability \(CC\) \d+\.\d+\.?\s*$",
+            r"The following list shows the CCs this version of PyTorch was built for"),
         "The image's torch was not built for this GPU's compute capability.",
         (
             "Use an image whose torch includes this GPU's sm_XX (a newer CUDA build).",
@@ -908,6 +917,9 @@ CATALOG: tuple[Signature, ...] = (
             # nvcc's own error format on a source it compiles ("cute/arch/mma_sm90.hpp(6108): error: static
             # assertion failed", vLLM issue 31843: flashinfer's JIT of an sm90 kernel)
             r"\.(?:cuh?|hpp|h|cpp|cc)\(\d+\): error: ",
+            # ... and gcc's, clang's and hipcc's ("file.cuh:124: error: template argument ...", ROCm ATOM issue
+            # 1847: aiter's CK MoE kernels built by the JIT)
+            r"\.(?:cuh?|hpp|h|cpp|cc|hip)(?::\d+){1,2}: (?:fatal )?error: ",
         ),
         "A kernel that is compiled at launch (flashinfer, triton, deep_gemm JIT) failed to build.",
         (
