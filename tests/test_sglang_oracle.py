@@ -326,3 +326,31 @@ def test_plan_agrees_with_sglang_on_llama4_and_gemma4_attention_backends(sglang_
         print(f"\nsglang {version}: {folder.name}, plan agrees with SGLang's parser on {report['agree']} of "
               f"{report['cases']}")
     assert differing == {}
+
+
+# configs/model_config.py _verify_quantization: a --quantization other than the checkpoint's own quant_method, unless
+# an override or the compatible table takes the pair. (Not awq_marlin / marlin on the AWQ checkpoint: SGLang takes
+# them on a CUDA GPU of sm80+, but is_awq_marlin_compatible reads is_cuda(), which is false in this GPU-less venv.)
+QUANT_MISMATCH_CASES = {
+    "quantized/llama-3.1-8b-awq": ["awq", "gptq", "fp8", "moe_wna16", "w8a8_int8", "modelopt_fp4", "mxfp4", "gguf"],
+    "plan_logs/models/qwen3-30b-a3b-fp8": ["fp8", "awq", "mxfp8", "modelopt_fp4", "nvfp4_online", "w8a8_fp8",
+                                           "moe_wna16"],
+    "plan_logs/models/gpt-oss-20b": ["mxfp4", "fp8", "modelslim", "awq"],
+}
+
+
+@pytest.mark.network
+def test_plan_agrees_with_sglang_on_a_quantization_flag_against_the_checkpoints_own(
+        sglang_release: tuple[str, str]) -> None:
+    """An AWQ, an FP8 and an MXFP4 checkpoint's published configs (tests/data) on an H100."""
+    from differential import H100_GPU, H100_PROBE, run
+
+    version, python = sglang_release
+    differing = {}
+    for folder, flags in QUANT_MISMATCH_CASES.items():
+        cases = [["--quantization", q] for q in flags]
+        report = run(python, version, cases, model=str(ROOT / "tests" / "data" / folder), gpu=H100_GPU, probe=H100_PROBE)
+        differing |= {f"{folder} {' '.join(r['flags'])}": r["differs"] for r in report["rows"] if r["differs"]}
+        print(f"\nsglang {version}: {Path(folder).name}, plan agrees with SGLang's parser on {report['agree']} of "
+              f"{report['cases']}")
+    assert differing == {}

@@ -604,6 +604,39 @@ def _quantization_unknown(values: Values) -> bool:
     return names is not None and quant not in (None, "?") and quant not in names
 
 
+# configs/model_config.py ModelConfig._verify_quantization (every 0.5.x release): a checkpoint that declares its
+# quant_method, launched with another --quantization, is refused unless an override (layers/quantization/*.py
+# override_quantization_method) or the compatible_quantization_methods table takes the pair. Checked here only for the
+# formats held against the real parser (tests/test_sglang_oracle.py QUANT_MISMATCH_CASES): AWQ, FP8 and MXFP4.
+_QUANT_MISMATCH_FORMATS = ("awq", "fp8", "mxfp4")
+_QUANT_TAKEN: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    # awq/awq.py AWQMarlinConfig: awq_marlin or marlin where the checkpoint suits Marlin on a CUDA GPU of sm80 or
+    # newer (is_awq_marlin_compatible; its is_cuda() is false in a parser run without a GPU); moe_wna16.py:
+    # moe_wna16 for a 4-bit AWQ on sm75 or newer
+    ("0.5.0", "0.5.23", "awq", ("awq_marlin", "marlin", "moe_wna16")),
+    # humming.py (0.5.16 on): "humming" for any checkpoint but MXFP4
+    ("0.5.16", "0.5.23", "awq", ("humming",)),
+    ("0.5.16", "0.5.23", "fp8", ("humming",)),
+    # compatible_quantization_methods: nvfp4_online <- fp8 (0.5.14 on), modelopt_fp4 <- fp8 (0.5.18 on)
+    ("0.5.14", "0.5.23", "fp8", ("nvfp4_online",)),
+    ("0.5.18", "0.5.23", "fp8", ("modelopt_fp4",)),
+)
+
+
+def _quant_mismatch(values: Values) -> tuple[str, str] | None:
+    """(the checkpoint's quant_method, the flag's) where SGLang refuses the pair; None where it takes it or
+    this does not know."""
+    declared, flag = values.get(_CHECKPOINT_QUANT), _v(values, "quantization")
+    if declared not in _QUANT_MISMATCH_FORMATS or flag in (None, "unquant"):
+        return None
+    flag, version = str(flag).lower(), Version(values[_VERSION])
+    taken = {name for since, until, fmt, names in _QUANT_TAKEN
+             if fmt == declared and Version(since) <= version <= Version(until) for name in names}
+    if declared == "awq" and _gpu_outside(values, (8, 9, 10, 11, 12)):
+        taken -= {"awq_marlin", "marlin"}  # marlin_utils.py: no Marlin types below sm80
+    return None if flag == declared or flag in taken else (str(declared), flag)
+
+
 # configs/moe_model_registry.py _DEEPEP_V2_MODELS (0.5.21-0.5.23; external packages may register more)
 _DEEPEP_V2_COMMON = ("DeepseekV3ForCausalLM", "DeepseekV4ForCausalLM", "Qwen3MoeForCausalLM",
                      "Glm5NextForConditionalGeneration")
@@ -736,6 +769,10 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("quantize-and-serve", "configs/model_config.py ModelConfig._validate_quantize_and_serve_config",
              "0.5.5", "0.5.23",
              lambda v: bool(_v(v, "quantize_and_serve")), _quantize_and_serve_message),
+    ArgCheck("quantization-matches-checkpoint", "configs/model_config.py ModelConfig._verify_quantization", "0.5.3",
+             "0.5.23", lambda v: _quant_mismatch(v) is not None,
+             lambda v: "ValueError: Quantization method specified in the model config ({}) does not match the "
+                       "quantization method specified in the `quantization` argument ({}).".format(*_quant_mismatch(v))),
     ArgCheck("quantization-registered", "configs/model_config.py ModelConfig._verify_quantization", "0.5.5", "0.5.23",
              _quantization_unknown,
              lambda v: f"ValueError: Unknown quantization method: {_quantization(v)}. Must be one of "
@@ -910,7 +947,9 @@ CHECKS: tuple[ArgCheck, ...] = (
                        "only its stripe of every cached page, which is incompatible with local decode."),
     # handle_moe_kernel_config (server_args.py _handle_moe_kernel_config through 0.5.18)
     ArgCheck("nvfp4-online-sm100", "arg_groups/overrides.py _moe_runner_backend_quant_constraints", "0.5.14", "0.5.23",
-             lambda v: _quantization(v) == "nvfp4_online" and _gpu_outside(v, _SM100),
+             # the flag as given: a checkpoint's own FP8 takes it (compatible_quantization_methods), and the check
+             # reads server_args.quantization, not the reconciled model config's
+             lambda v: str(_v(v, "quantization") or "").lower() == "nvfp4_online" and _gpu_outside(v, _SM100),
              lambda v: "ValueError: --quantization nvfp4_online is supported only on NVIDIA Blackwell SM100/SM103 GPUs."),
     ArgCheck("flashinfer-cutedsl-moe-quantization", "arg_groups/moe_hook.py handle_moe_kernel_config", "0.5.11", "0.5.23",
              _cutedsl_moe_refused, _cutedsl_moe_message),
