@@ -1288,20 +1288,14 @@ def test_a_class_read_from_the_errors_words_is_marked_inferred_with_that_class_a
     ("RuntimeError: Could not import the fused MoE kernels from vendor_ext", "import-failed"),
     ("RuntimeError: Failed to compile the paged attention kernel for sm_90a", "jit-build-failed"),
     ("ValueError: The KV cache is too small to hold a single request of 32768 tokens", "not-enough-memory"),
-])
-def test_words_of_an_unmatched_error_name_import_build_and_pool_failures(line, klass):
-    # wordings no signature holds: the class comes from the words, marked inferred
-    d = diagnose_log([line])
-    assert (d.failure_class, d.confidence) == (klass, "inferred")
-
-
-@pytest.mark.parametrize("line, klass", [
+    # torch.distributed's store, a GPU generation a kernel was not built for, a repo id that is not one
     ("RuntimeError: [c10d] The client socket has failed to connect to the store, connection refused", "nccl"),
     ("RuntimeError: this flash kernel was not compiled for compute capability 12.0", "no-kernel-image"),
     ("ValueError: gfx1100 is not supported by the fused MoE kernels", "no-kernel-image"),
     ("OSError: org/missing-model is not a valid model identifier listed on the model hub", "model-not-found"),
 ])
-def test_words_of_an_unmatched_error_name_the_store_a_gpu_generation_and_a_repo_id(line, klass):
+def test_words_of_an_unmatched_error_name_import_build_and_pool_failures(line, klass):
+    # wordings no signature holds: the class comes from the words, marked inferred
     d = diagnose_log([line])
     assert (d.failure_class, d.confidence) == (klass, "inferred")
 
