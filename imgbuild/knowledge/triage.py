@@ -1634,9 +1634,9 @@ _CHILD_REPORT = re.compile(
     r"|\bengine\.py\", line \d+, in sigquit_handler\b|^Quit \(core dumped\)\s*$"
     # the same, from 0.5.11 (_scheduler_died_error): its hint about -9 and the OOM killer is not the cause
     r"|\bRank \d+ scheduler died during initialization \(exit code: -?\d+\)"
-    r"|\bWorker proc \S+ died unexpectedly"
+    r"|\bWorker proc \S+ died unexpectedly"  # vLLM's v1/executor/multiproc_executor.py: a TP worker
     # GPUStack's worker on the inference server it launched (GPUStack issue 109: "... exited with code 0.")
-    r"|\bInference server exited with code -?\d+"  # vLLM's v1/executor/multiproc_executor.py: a TP worker
+    r"|\bInference server exited with code -?\d+"
     # model_executor/model_runner.py (0.4.x-0.5.x): this rank loaded, another did not
     r"|could finish the model loading, but there are other ranks"
     # Xinference's actor framework (xoscar) when the model's subprocess went away
@@ -3367,8 +3367,8 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
                                  # the GPU's generation (its capability, sm_XX, CUDA or gfx arch) with a kernel not
                                  # built or not supported for it, in either order
                                  r"|(?:\bcompute capability|\bsm_?\d{2,3}a?\b|\bcuda arch|\bgpu arch|\bdevice capability|"
-                                 r"\bgfx\d{3,4})\w*.{0,120}\b(?:unsupported|not supported|only supported|not compiled|no kernel|not built|"
-                                 r"at least|or (?:newer|higher|above))"
+                                 r"\bgfx\d{3,4})\w*.{0,120}\b(?:unsupported|not supported|only supported|not compiled|"
+                                 r"no kernel|not built|at least|or (?:newer|higher|above))"
                                  r"|\b(?:unsupported|only supported|not compiled|not built)\b.{0,80}(?:\bcompute capability|"
                                  r"\bsm_?\d{2,3}a?\b|\bcuda arch|\bgpu arch|\bgfx\d{3,4})",
                                  re.IGNORECASE)),
