@@ -117,9 +117,25 @@ def test_an_mla_model_is_judged_by_the_mla_lists() -> None:
 
 
 def test_quantization_rules_stay_silent_for_a_quantized_checkpoint() -> None:
-    """SGLang reconciles --quantization with the checkpoint's own (configs/model_config.py); not modelled."""
-    assert first_refusal("0.5.23", {"quantization": "gptq"}, checkpoint_quantization="fp8") is None
+    """SGLang reconciles --quantization with the checkpoint's own (configs/model_config.py): the rules that read the
+    reconciled value stay silent, and a flag against a checkpoint format not held against the parser is not judged."""
     assert first_refusal("0.5.23", {"moe_runner_backend": "flashinfer_cutedsl"}, checkpoint_quantization="modelopt_fp4") is None
+    assert first_refusal("0.5.23", {"quantization": "awq"}, checkpoint_quantization="gptq") is None
+
+
+def test_a_quantization_flag_against_the_checkpoints_own_is_refused_unless_sglang_takes_the_pair() -> None:
+    """_verify_quantization's refusal, held against the real parser in tests/test_sglang_oracle.py."""
+    refused = first_refusal("0.5.23", {"quantization": "gptq"}, checkpoint_quantization="fp8")
+    assert refused == ("ValueError: Quantization method specified in the model config (fp8) does not match the "
+                       "quantization method specified in the `quantization` argument (gptq).")
+    # compatible_quantization_methods takes modelopt_fp4 for an FP8 checkpoint from 0.5.18, not before
+    assert first_refusal("0.5.23", {"quantization": "modelopt_fp4"}, checkpoint_quantization="fp8") is None
+    assert first_refusal("0.5.11", {"quantization": "modelopt_fp4"}, checkpoint_quantization="fp8") is not None
+    # AWQ's Marlin override needs sm80 or newer
+    assert first_refusal("0.5.11", {"quantization": "awq_marlin"}, checkpoint_quantization="awq",
+                         compute_capability=SM86) is None
+    assert "(awq_marlin)" in first_refusal("0.5.11", {"quantization": "awq_marlin"}, checkpoint_quantization="awq",
+                                           compute_capability="7.5")
 
 
 def test_gpt_oss_moe_asserts_see_the_flag_not_the_checkpoint() -> None:
