@@ -2012,7 +2012,12 @@ def _match(text: str) -> Signature | None:
     return None
 
 
-_FLAGS_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == FLAGS_REFUSED)
+def _class_signature(klass: str) -> Signature:
+    """The catalog's first signature of ``klass``: its summary and advice stand for the class."""
+    return next(sig for sig in CATALOG if sig.failure_class == klass)
+
+
+_FLAGS_SIGNATURE = _class_signature(FLAGS_REFUSED)
 
 
 # SGLang's own texts on the way to ready, per release (scripts/gen_matrix/messages.py reads them from the wheels)
@@ -2159,7 +2164,7 @@ def _classify(msgs: _Messages, tb: _Traceback) -> Signature | None:
     return sig
 
 
-_JIT_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == JIT_BUILD_FAILED)
+_JIT_SIGNATURE = _class_signature(JIT_BUILD_FAILED)
 # the functions that run ninja for a kernel compiled at launch: torch/utils/cpp_extension.py
 # (_run_ninja_build, which flashinfer's older JIT and deepspeed use) and flashinfer/jit/cpp_ext.py
 # (run_ninja); a traceback through them is a build that failed, whatever its exception says; so is one through
@@ -2182,8 +2187,8 @@ def _in_jit_build(frames: Iterable[str]) -> bool:
     return any(("ninja" in f or "nvcc.py" in f) and _JIT_BUILD_FRAME.search(f) for f in frames)
 
 
-_UNSUPPORTED_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == UNSUPPORTED_ARCHITECTURE)
-_NO_KERNEL_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == NO_KERNEL_IMAGE)
+_UNSUPPORTED_SIGNATURE = _class_signature(UNSUPPORTED_ARCHITECTURE)
+_NO_KERNEL_SIGNATURE = _class_signature(NO_KERNEL_IMAGE)
 # the source line Python prints under the failing frame, when it asserts the GPU's generation: SGLang's
 # utils (is_sm90_supported, is_sm100_supported, is_blackwell ...), torch's get_device_capability
 _CAPABILITY_ASSERT = re.compile(
@@ -2863,7 +2868,7 @@ def _by_origin(found: Diagnosis, log: _Log) -> Diagnosis:
     klass = _raised_where(log, found)
     if klass is None:
         return found
-    sig = next(s for s in CATALOG if s.failure_class == klass)
+    sig = _class_signature(klass)
     return replace(found, failure_class=klass, advice=sig.advice, confidence="inferred",
                    summary=f"Probably: {sig.summary} (no signature matched; read from where the error was raised)")
 
@@ -3171,7 +3176,7 @@ def _child_died(log: _Log, at: int, cause: str, summary: str) -> Diagnosis:
                      summary=summary, line_number=at + 1, via=CHILD_FAILED, ready=log.ready)
 
 
-_NCCL_SIGNATURE = next(sig for sig in CATALOG if sig.failure_class == NCCL)
+_NCCL_SIGNATURE = _class_signature(NCCL)
 _STACK_HEADER = re.compile(r"\(most recent call first\):")  # Python's faulthandler, on a fatal signal
 
 
@@ -3426,7 +3431,7 @@ def _infer_from_words(log: _Log, at: int, cause: str) -> Diagnosis | None:
     head = cause[:_WORDED_SPAN]
     for klass, words in _WORDED:
         if words.search(head):
-            sig = next(s for s in CATALOG if s.failure_class == klass)
+            sig = _class_signature(klass)
             return Diagnosis(
                 failure_class=klass,
                 cause=cause,
