@@ -664,7 +664,6 @@ KNOWN_TUNED_MISSES = {
     "no-kernel-image.vllm-20712.txt": "Triton's MMA assert on sm_120 above a PassManager failure read as the JIT failing",
     "unknown.vllm-13676.txt": "a worker's own error above gloo's receive timeout, which is read as the cause",
     "unknown.vllm-2021.txt": "setup.py failing inside pip's build of vLLM, read as an import chain",
-    "unknown.vllm-8736.txt": "a weight loader's KeyError before an engine whose traceback reads as an import chain",
     "model-not-found.vllm-12311.txt": "Run:ai's streamer refusing the object store's file",
     "none.vllm-6473-b.txt": "a clean start-up whose only error-like line is vLLM's warning that vllm._C is missing",
     "unknown.sglang-3658.txt": "an illegal memory access; the busy-device error after it is read as the cause",
@@ -697,8 +696,8 @@ KNOWN_TUNED_MISSES = {
 }
 TUNED = [p for p in TUNED_ALL if p.name not in KNOWN_TUNED_MISSES]
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 437 of 511 (0.855; the nineteenth round's part, 10 of 14 first seen, had taken it to
-# 0.849, the twentieth's, 13 of 13, back up; the twenty-first's 10 of 15); the target is 0.95
+HELDOUT_FLOOR = 0.85  # measured 445 of 518 (0.859; the nineteenth round's part, 10 of 14 first seen, had taken it to
+# 0.849, the twentieth's, 13 of 13, back up; the twenty-first's 10 of 15; the twenty-second's 6 of 7); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

@@ -847,6 +847,9 @@ CATALOG: tuple[Signature, ...] = (
             r"\bninja exited with status \d+",
             # DeepGEMM's JIT compiling a kernel whose header this build lacks (include_parser.hpp)
             r"Assertion error \(include_parser\.hpp:\d+\)",
+            # or an assert of its JIT compiler itself (jit/compiler.hpp: "NVCC version should be >= 12.3", vllm PR
+            # 49051), where the kernels' own asserts live under apis/ (an architecture they lack: no-kernel-image)
+            r"Assertion error \((?:\S*/)?jit/\w+\.hpp:\d+\)",
             # AWS Neuron's compiler under torch-neuronx / vLLM's Neuron worker
             r"\|\|NEURON_CC_WRAPPER\|\|: (?:Failed compilation with|Compilation failed for)",
             # neuronx-cc's own error records ("[INTERNAL_ERROR] [NCC_INLA001] Unhandled exception", vllm-neuron
@@ -1457,7 +1460,8 @@ _CUSTOM_ALLREDUCE_FAILED = Signature(
     # CUDACHECK in custom_all_reduce.cuh names its own source line under the CUDA error it raises
     # ("RuntimeError: invalid argument" then "/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:350" while
     # CUDA graphs register the IPC buffers, sglang issue 11957)
-    _re(r"^\S*/custom_all_reduce\.cuh:\d+\s*$", r"Cuda error \S*custom_all_reduce\.cuh:\d+ '",
+    _re(r"^\S*/custom_all_reduce\.cuh:\d+\s*$", r"(?:Cuda error|\bFailed:) \S*custom_all_reduce\.cuh:\d+ '",
+        # (vLLM's CUDACHECK prints it as "Failed: FILE:LINE 'ERR'", ai-dynamo issue 787)
         # its utils (custom_all_reduce_utils.py, vLLM's and SGLang's) finding no CUDA runtime to test
         # P2P with (a ROCm build, sglang issue 3890), or the P2P test itself failing (vllm issue 8735)
         r"libcudart is not loaded in the current process",
@@ -1635,6 +1639,10 @@ _CHILD_REPORT = re.compile(
     # the same, from 0.5.11 (_scheduler_died_error): its hint about -9 and the OOM killer is not the cause
     r"|\bRank \d+ scheduler died during initialization \(exit code: -?\d+\)"
     r"|\bWorker proc \S+ died unexpectedly"  # vLLM's v1/executor/multiproc_executor.py: a TP worker
+    # the same executor (0.8.x) and its engine client, when a worker sends SIGUSR1 (vllm issue 16777)
+    r"|\b[Gg]ot fatal signal from worker processes, shutting down\b"
+    # Hugging Face Inference Endpoints on a container that exited, its last log line as the "Reason" (TGI issue 3317)
+    r"|\bEndpoint failed to start\b"
     # GPUStack's worker on the inference server it launched (GPUStack issue 109: "... exited with code 0.")
     r"|\bInference server exited with code -?\d+"
     # model_executor/model_runner.py (0.4.x-0.5.x): this rank loaded, another did not
@@ -2217,7 +2225,8 @@ def _failing_line_is(msgs: _Messages, exception: int, failing_line: re.Pattern[s
     return any(k >= 0 and failing_line.match(msgs[k]) for k in (exception - 1, exception - 2))
 # a frame running a module's top level; \b: a long word is tried from its first letter only
 _MODULE_LINE = re.compile(r'\b(\w+)\.py", line \d+, in <module>')
-_RUNPY_RUN_CODE = re.compile(r'runpy\.py", line \d+, in _run_code\b')
+# (Python 3.11 on prints runpy's frames as File "<frozen runpy>")
+_RUNPY_RUN_CODE = re.compile(r'runpy(?:\.py|>)", line \d+, in _run_code\b')
 # installed packages, and sglang run from a source checkout (/sgl-workspace/sglang/python/sglang/...)
 # (or a path the poster shortened to ".../sglang/srt/...")
 _PACKAGE_DIR = re.compile(r"(?:(?:site|dist)-packages|/python|^\.\.\.)/[A-Za-z_]\w*/")
@@ -3073,6 +3082,11 @@ _PEER_GONE = re.compile(r"^(?:[\w.]+\.)?(?:EOFError|BrokenPipeError|ConnectionRe
                         r"KeyboardInterrupt|(?:Async)?EngineDeadError)\b")
 
 
+# vLLM's client on a worker's fatal signal kills its own process tree (v1/engine/core_client.py): the "Killed"
+# the shell prints after it is that, not how the worker died (vllm issue 12245)
+_SELF_KILLING_REPORT = re.compile(r"\b[Gg]ot fatal signal from worker processes, shutting down\b")
+
+
 def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
     """A failure nothing above explains: a launcher's report that a child died, else the class
     the error's own words name, else unknown with the root error as the cause."""
@@ -3085,7 +3099,7 @@ def _diagnose_unexplained(log: _Log, marker: int) -> Diagnosis:
     for crash in (k for k in log.scanned() if _CRASH.search(msgs[k])):
         if (frame := _crashed_in_communicator(log, crash)) is not None:
             return _diagnose_at(log, crash, _NCCL_SIGNATURE, (), via=None, extra_evidence=(frame,))
-    if report is not None and killed is not None:
+    if report is not None and killed is not None and not _SELF_KILLING_REPORT.search(msgs[report]):
         # the launcher's report that a child died and how it died: by SIGKILL (torchrun's
         # "exitcode : -9" under its ChildFailedError, apple/ml-recurrent-drafter issue 5)
         return _diagnose_at(log, killed, _KILLED, (), via=CHILD_FAILED)
