@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from imgbuild.knowledge.argchecks import first_refusal
+from imgbuild.knowledge.quantscheme import read_quant_scheme
 
 SM86, SM90, SM100 = "8.6", "9.0", "10.0"
 
@@ -120,7 +121,7 @@ def test_quantization_rules_stay_silent_for_a_quantized_checkpoint() -> None:
     """SGLang reconciles --quantization with the checkpoint's own (configs/model_config.py): the rules that read the
     reconciled value stay silent, and a flag against a checkpoint format not held against the parser is not judged."""
     assert first_refusal("0.5.23", {"moe_runner_backend": "flashinfer_cutedsl"}, checkpoint_quantization="modelopt_fp4") is None
-    assert first_refusal("0.5.23", {"quantization": "awq"}, checkpoint_quantization="gptq") is None
+    assert first_refusal("0.5.23", {"quantization": "awq"}, checkpoint_quantization="quark") is None
 
 
 def test_a_quantization_flag_against_the_checkpoints_own_is_refused_unless_sglang_takes_the_pair() -> None:
@@ -136,6 +137,46 @@ def test_a_quantization_flag_against_the_checkpoints_own_is_refused_unless_sglan
                          compute_capability=SM86) is None
     assert "(awq_marlin)" in first_refusal("0.5.11", {"quantization": "awq_marlin"}, checkpoint_quantization="awq",
                                            compute_capability="7.5")
+
+
+def _gptq(**config: object) -> dict[str, object]:
+    """first_refusal's keywords for a GPTQ checkpoint whose quantization_config is ``config`` (bits 4, group 128)."""
+    qc = {"quant_method": "gptq", "bits": 4, "group_size": 128, **config}
+    return {"checkpoint_quantization": "gptq", "checkpoint_scheme": read_quant_scheme(qc, num_layers=32, sub_shares={})}
+
+
+def test_a_gptq_checkpoint_runs_as_gptq_marlin_where_marlin_takes_it_and_0_5_20_on_cuda_has_no_plain_gptq() -> None:
+    """layers/quantization/__init__.py registers plain "gptq" on CUDA through 0.5.19 only; GPTQMarlinConfig's
+    override (gptq.py) turns a checkpoint with no flag, or with marlin, into gptq_marlin on sm80+ when the bits are 4 or
+    8, sym is true and desc_act is given; moe_wna16.py takes 4- or 8-bit GPTQ without act order."""
+    symmetric = _gptq(sym=True, desc_act=False)
+    assert first_refusal("0.5.23", {}, compute_capability=SM86, **symmetric) is None
+    assert first_refusal("0.5.23", {"quantization": "marlin"}, compute_capability=SM86, **symmetric) is None
+    assert first_refusal("0.5.23", {"quantization": "moe_wna16"}, compute_capability=SM86, **symmetric) is None
+    unknown = "ValueError: Unknown quantization method: gptq. Must be one of ['fp8', "
+    # a T4 (sm75) has no Marlin kernels: the checkpoint stays gptq, which 0.5.23 does not register on CUDA
+    assert first_refusal("0.5.23", {}, compute_capability="7.5", **symmetric).startswith(unknown)
+    assert first_refusal("0.5.19", {}, compute_capability="7.5", **symmetric) is None
+    # --quantization gptq asks for the plain kernels by name: the override does not apply
+    assert first_refusal("0.5.23", {"quantization": "gptq"}, compute_capability=SM86, **symmetric).startswith(unknown)
+    # asymmetric: no Marlin type; act order: no moe_wna16
+    assert first_refusal("0.5.23", {}, compute_capability=SM86, **_gptq(sym=False, desc_act=False)).startswith(unknown)
+    refused = first_refusal("0.5.11", {"quantization": "moe_wna16"}, compute_capability=SM86,
+                            **_gptq(sym=True, desc_act=True))
+    assert refused == ("ValueError: Quantization method specified in the model config (gptq) does not match the "
+                       "quantization method specified in the `quantization` argument (moe_wna16).")
+
+
+def test_compressed_tensors_and_bitsandbytes_checkpoints_take_only_their_own_and_compatible_flags() -> None:
+    """compatible_quantization_methods: w8a8_int8 and w8a8_fp8 for compressed-tensors (auto-round-int8 from 0.5.15);
+    REQUANTIZATION_METHODS: quark_mxfp4 for any checkpoint from 0.5.18; bitsandbytes has no override."""
+    for flag in ("compressed-tensors", "w8a8_int8", "w8a8_fp8"):
+        assert first_refusal("0.5.11", {"quantization": flag}, checkpoint_quantization="compressed-tensors") is None
+    assert "(compressed-tensors) does not match" in first_refusal("0.5.11", {"quantization": "fp8"},
+                                                                  checkpoint_quantization="compressed-tensors")
+    assert first_refusal("0.5.23", {"quantization": "quark_mxfp4"}, checkpoint_quantization="bitsandbytes") is None
+    assert "(bitsandbytes) does not match" in first_refusal("0.5.17", {"quantization": "quark_mxfp4"},
+                                                            checkpoint_quantization="bitsandbytes")
 
 
 def test_gpt_oss_moe_asserts_see_the_flag_not_the_checkpoint() -> None:

@@ -354,3 +354,55 @@ def test_plan_agrees_with_sglang_on_a_quantization_flag_against_the_checkpoints_
         print(f"\nsglang {version}: {Path(folder).name}, plan agrees with SGLang's parser on {report['agree']} of "
               f"{report['cases']}")
     assert differing == {}
+
+
+# The quantization_config each library writes into config.json (transformers' GPTQConfig and BitsAndBytesConfig,
+# compressed_tensors' QuantizationConfig as llm-compressor saves it), made by the release's own stack and put on
+# meta-llama/Llama-3.1-8B-Instruct's published config (tests/data/models/llama-3.1-8b). Not gptq_marlin / marlin:
+# like AWQ's, GPTQ's Marlin override reads is_cuda(). 0.5.9's transformers builds a BitsAndBytesConfig only with
+# bitsandbytes installed, which its lock lacks, so bitsandbytes from 0.5.11.
+LIBRARY_QUANT_CONFIGS = {
+    "gptq-4bit": "from transformers import GPTQConfig; qc = GPTQConfig(bits=4, group_size=128, desc_act=False, "
+                 "sym=True).to_dict()",
+    "gptq-4bit-act-order": "from transformers import GPTQConfig; qc = GPTQConfig(bits=4, group_size=128, "
+                           "desc_act=True, sym=True).to_dict()",
+    "compressed-tensors-w8a8": "from compressed_tensors.quantization import QuantizationConfig, preset_name_to_scheme; "
+                               "qc = QuantizationConfig(config_groups={'group_0': preset_name_to_scheme('W8A8', "
+                               "['Linear'])}, ignore=['lm_head'], format='int-quantized', "
+                               "quantization_status='compressed').model_dump(exclude_none=True)",
+    "bitsandbytes-nf4": "from transformers import BitsAndBytesConfig; qc = BitsAndBytesConfig(load_in_4bit=True, "
+                        "bnb_4bit_quant_type='nf4', bnb_4bit_use_double_quant=True).to_dict()",
+}
+LIBRARY_QUANT_CASES = {
+    "gptq-4bit": ["gptq", "moe_wna16", "awq", "fp8", "w8a8_int8", "compressed-tensors", "bitsandbytes", "gguf",
+                  "quark_mxfp4"],
+    "gptq-4bit-act-order": ["gptq", "moe_wna16", "fp8"],
+    "compressed-tensors-w8a8": ["compressed-tensors", "w8a8_int8", "w8a8_fp8", "fp8", "gptq", "awq", "moe_wna16"],
+    "bitsandbytes-nf4": ["bitsandbytes", "fp8", "awq", "gptq"],
+}
+
+
+@pytest.mark.network
+def test_plan_agrees_with_sglang_on_a_quantization_flag_against_gptq_compressed_tensors_and_bitsandbytes(
+        sglang_release: tuple[str, str], tmp_path: Path) -> None:
+    """A GPTQ (with and without act order), a compressed-tensors W8A8 and a bitsandbytes NF4 checkpoint's config, the
+    quantization_config written by the release's own libraries (LIBRARY_QUANT_CONFIGS), on an H100."""
+    from differential import H100_GPU, H100_PROBE, run
+
+    version, python = sglang_release
+    base = ROOT / "tests" / "data" / "models" / "llama-3.1-8b" / "config.json"
+    differing = {}
+    for name, flags in LIBRARY_QUANT_CASES.items():
+        if name.startswith("bitsandbytes") and version == "0.5.9":
+            continue
+        folder = tmp_path / name
+        folder.mkdir()
+        subprocess.run([python, "-c", "import json, sys; " + LIBRARY_QUANT_CONFIGS[name] + "; "
+                        "c = json.load(open(sys.argv[1])); c['quantization_config'] = qc; "
+                        "json.dump(c, open(sys.argv[2], 'w'), indent=1)", str(base), str(folder / "config.json")],
+                       check=True, timeout=300)
+        report = run(python, version, [["--quantization", q] for q in flags], model=str(folder), gpu=H100_GPU,
+                     probe=H100_PROBE)
+        differing |= {f"{name} {' '.join(r['flags'])}": r["differs"] for r in report["rows"] if r["differs"]}
+        print(f"\nsglang {version}: {name}, plan agrees with SGLang's parser on {report['agree']} of {report['cases']}")
+    assert differing == {}

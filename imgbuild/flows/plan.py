@@ -330,7 +330,8 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
     draft_path = v.get("speculative_draft_model_path")
     cuda_cc = compute_capability if gpus.platform == "cuda" else None
     refused = refusal(rules.version, v, (g.architecture,) if g.architecture else (), compute_capability=cuda_cc,
-                      checkpoint_quantization=g.quantization, mla=g.mla)
+                      checkpoint_quantization=g.quantization, mla=g.mla,
+                      checkpoint_scheme=g.quant)
     return MemoryInputs(
         rules=rules,
         geometry=replace(g, multimodal=False) if g.multimodal and runs_as_text(rules.version, g.architecture, v) else g,

@@ -37,6 +37,7 @@ from typing import Any
 from packaging.version import Version
 
 from imgbuild.knowledge.attnbackend import default_attention_backend
+from imgbuild.knowledge.quantscheme import QuantScheme
 
 Values = Mapping[str, Any]
 
@@ -236,6 +237,7 @@ _ARCHS = "_architectures"  # first_refusal's key for config.json's architectures
 _VERSION = "_version"
 _CC = "_compute_capability"  # matrix.yaml's compute capability of a CUDA GPU ("8.6"); absent: not known
 _CHECKPOINT_QUANT = "_checkpoint_quantization"  # config.json's quantization_config quant_method, if any
+_CHECKPOINT_SCHEME = "_checkpoint_scheme"  # its weight format (knowledge/quantscheme.py QuantScheme), if read
 _MLA = "_mla"  # the model's attention is MLA (ModelConfig.attention_arch)
 
 
@@ -600,27 +602,68 @@ def _dllm_architecture_refused(values: Values) -> bool:
 
 
 def _quantization_unknown(values: Values) -> bool:
-    names, quant = _arch_list(values, _QUANTIZATION_METHODS), _quantization(values)
+    names, quant = _arch_list(values, _QUANTIZATION_METHODS), _verified_quantization(values)
     return names is not None and quant not in (None, "?") and quant not in names
 
 
 # configs/model_config.py ModelConfig._verify_quantization (every 0.5.x release): a checkpoint that declares its
 # quant_method, launched with another --quantization, is refused unless an override (layers/quantization/*.py
 # override_quantization_method) or the compatible_quantization_methods table takes the pair. Checked here only for the
-# formats held against the real parser (tests/test_sglang_oracle.py QUANT_MISMATCH_CASES): AWQ, FP8 and MXFP4.
-_QUANT_MISMATCH_FORMATS = ("awq", "fp8", "mxfp4")
+# formats held against the real parser (tests/test_sglang_oracle.py QUANT_MISMATCH_CASES): AWQ, GPTQ, FP8, MXFP4,
+# compressed-tensors and bitsandbytes. (A modelopt checkpoint is never refused: ModelOptFp8Config's override, early in
+# QUANTIZATION_METHODS, turns any flag into the checkpoint's modelopt_fp8 / modelopt_fp4.)
+_QUANT_MISMATCH_FORMATS = ("awq", "gptq", "fp8", "mxfp4", "compressed-tensors", "bitsandbytes")
 _QUANT_TAKEN: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
-    # awq/awq.py AWQMarlinConfig: awq_marlin or marlin where the checkpoint suits Marlin on a CUDA GPU of sm80 or
-    # newer (is_awq_marlin_compatible; its is_cuda() is false in a parser run without a GPU); moe_wna16.py:
-    # moe_wna16 for a 4-bit AWQ on sm75 or newer
-    ("0.5.0", "0.5.23", "awq", ("awq_marlin", "marlin", "moe_wna16")),
     # humming.py (0.5.16 on): "humming" for any checkpoint but MXFP4
-    ("0.5.16", "0.5.23", "awq", ("humming",)),
-    ("0.5.16", "0.5.23", "fp8", ("humming",)),
-    # compatible_quantization_methods: nvfp4_online <- fp8 (0.5.14 on), modelopt_fp4 <- fp8 (0.5.18 on)
+    *(("0.5.16", "0.5.23", fmt, ("humming",)) for fmt in ("awq", "gptq", "fp8", "compressed-tensors", "bitsandbytes")),
+    # compatible_quantization_methods: nvfp4_online <- fp8 (0.5.14 on), modelopt_fp4 <- fp8 (0.5.18 on);
+    # w8a8_int8 and w8a8_fp8 <- compressed-tensors (every 0.5.x), auto-round-int8 <- compressed-tensors (0.5.15 on)
     ("0.5.14", "0.5.23", "fp8", ("nvfp4_online",)),
     ("0.5.18", "0.5.23", "fp8", ("modelopt_fp4",)),
+    ("0.5.0", "0.5.23", "compressed-tensors", ("w8a8_int8", "w8a8_fp8")),
+    ("0.5.15", "0.5.23", "compressed-tensors", ("auto-round-int8",)),
+    # REQUANTIZATION_METHODS (0.5.18 on): quark_mxfp4 requantizes any checkpoint online
+    *(("0.5.18", "0.5.23", fmt, ("quark_mxfp4",)) for fmt in _QUANT_MISMATCH_FORMATS),
 )
+_MARLIN_GROUPS = (0, 32, 64, 128)  # marlin_utils.py MARLIN_SUPPORTED_GROUP_SIZES (0 here: -1, per channel)
+
+
+def _quant_overrides(values: Values, declared: str) -> set[str]:
+    """The flags a kernel override turns into a method that suits this checkpoint: awq/awq.py AWQMarlinConfig and
+    gptq.py GPTQMarlinConfig (marlin, awq_marlin / gptq_marlin) on a CUDA GPU of sm80 or newer whose Marlin kernels
+    take the bits and group size (is_cuda() is false in a parser run without a GPU); moe_wna16.py MoeWNA16Config
+    (a 4-bit AWQ on sm75+, a 4- or 8-bit GPTQ without act order)."""
+    scheme = values.get(_CHECKPOINT_SCHEME)
+    bits, group = (scheme.weight_bits, scheme.group_size) if scheme is not None else (4, 128)
+    sm80 = not _gpu_outside(values, (8, 9, 10, 11, 12))
+    taken: set[str] = set()
+    if declared == "awq":
+        marlin = bits in (4, 8) and group in _MARLIN_GROUPS
+        taken |= ({"awq_marlin", "marlin"} if marlin and sm80 else set()) | ({"moe_wna16"} if bits == 4 else set())
+    elif declared == "gptq":
+        sym, act_order = (scheme.symmetric, scheme.act_order) if scheme is not None else (True, False)
+        marlin = bits in (4, 8) and sym is True and act_order is not None and group in _MARLIN_GROUPS
+        taken |= ({"gptq_marlin", "marlin"} if marlin and sm80 else set()) \
+            | ({"moe_wna16"} if bits in (4, 8) and not act_order else set())
+    return taken
+
+
+def _verified_quantization(values: Values) -> str | None:
+    """The method _verify_quantization checks against the registry: the flag, or where the checkpoint declares a
+    format modelled here, the flag or the checkpoint's method as an override turns it (a GPTQ checkpoint with no
+    flag runs as gptq_marlin where Marlin takes it, else as gptq, which 0.5.20 on registers only off CUDA);
+    "?" for a checkpoint format not modelled."""
+    declared = values.get(_CHECKPOINT_QUANT)
+    if not declared or _arch(values) in _FLAG_QUANT_ONLY:
+        return _quantization(values)
+    if declared not in _QUANT_MISMATCH_FORMATS:
+        return "?"
+    flag = _v(values, "quantization")
+    flag = None if flag in (None, "unquant") else str(flag).lower()
+    overrides, marlin = _quant_overrides(values, str(declared)), f"{declared}_marlin"
+    if flag is None or flag == "marlin":
+        return marlin if marlin in overrides else (flag or str(declared))
+    return flag
 
 
 def _quant_mismatch(values: Values) -> tuple[str, str] | None:
@@ -632,8 +675,7 @@ def _quant_mismatch(values: Values) -> tuple[str, str] | None:
     flag, version = str(flag).lower(), Version(values[_VERSION])
     taken = {name for since, until, fmt, names in _QUANT_TAKEN
              if fmt == declared and Version(since) <= version <= Version(until) for name in names}
-    if declared == "awq" and _gpu_outside(values, (8, 9, 10, 11, 12)):
-        taken -= {"awq_marlin", "marlin"}  # marlin_utils.py: no Marlin types below sm80
+    taken |= _quant_overrides(values, str(declared))
     return None if flag == declared or flag in taken else (str(declared), flag)
 
 
@@ -775,7 +817,7 @@ CHECKS: tuple[ArgCheck, ...] = (
                        "quantization method specified in the `quantization` argument ({}).".format(*_quant_mismatch(v))),
     ArgCheck("quantization-registered", "configs/model_config.py ModelConfig._verify_quantization", "0.5.5", "0.5.23",
              _quantization_unknown,
-             lambda v: f"ValueError: Unknown quantization method: {_quantization(v)}. Must be one of "
+             lambda v: f"ValueError: Unknown quantization method: {_verified_quantization(v)}. Must be one of "
                        f"{list(_arch_list(v, _QUANTIZATION_METHODS) or ())}."),
     ArgCheck("dsa-cache-layer-split-architectures", "arg_groups/model_hook.py handle_model_specific_adjustments",
              "0.5.16", "0.5.23",
@@ -1149,9 +1191,10 @@ CHECKS: tuple[ArgCheck, ...] = (
 
 
 def _first_check(version: str, values: Values, architectures: tuple[str, ...], compute_capability: str | None,
-                 checkpoint_quantization: str | None, mla: bool) -> tuple[ArgCheck, Values] | None:
+                 checkpoint_quantization: str | None, mla: bool,
+                 checkpoint_scheme: QuantScheme | None = None) -> tuple[ArgCheck, Values] | None:
     seen = {**values, _ARCHS: tuple(architectures), _VERSION: version, _CC: compute_capability,
-            _CHECKPOINT_QUANT: checkpoint_quantization, _MLA: mla}
+            _CHECKPOINT_QUANT: checkpoint_quantization, _CHECKPOINT_SCHEME: checkpoint_scheme, _MLA: mla}
     for check in CHECKS:
         if check.in_release(version) and check.applies(seen):
             return check, seen
@@ -1160,13 +1203,15 @@ def _first_check(version: str, values: Values, architectures: tuple[str, ...], c
 
 def first_refusal(version: str, values: Values, architectures: tuple[str, ...] = (), *,
                   compute_capability: str | None = None, checkpoint_quantization: str | None = None,
-                  mla: bool = False) -> str | None:
+                  mla: bool = False, checkpoint_scheme: QuantScheme | None = None) -> str | None:
     """The error SGLang `version` raises after parsing these flag values, if one of the rules applies.
     ``architectures`` (config.json's) feeds the per-architecture support lists, ``compute_capability`` (a CUDA
     GPU's, "8.6") the GPU-generation rules, ``checkpoint_quantization`` (config.json's quant_method) tells the
-    quantization rules that SGLang reconciles the flag with the checkpoint, ``mla`` (the model's attention) the
-    default attention backend; without them those rules stay silent."""
-    found = _first_check(version, values, architectures, compute_capability, checkpoint_quantization, mla)
+    quantization rules that SGLang reconciles the flag with the checkpoint (``checkpoint_scheme``, its weight format,
+    which kernel overrides suit it), ``mla`` (the model's attention) the default attention backend; without them
+    those rules stay silent."""
+    found = _first_check(version, values, architectures, compute_capability, checkpoint_quantization, mla,
+                         checkpoint_scheme)
     return None if found is None else found[0].message(found[1])
 
 
@@ -1198,9 +1243,10 @@ class Refusal:
 
 def refusal(version: str, values: Values, architectures: tuple[str, ...] = (), *,
             compute_capability: str | None = None, checkpoint_quantization: str | None = None,
-            mla: bool = False) -> Refusal | None:
+            mla: bool = False, checkpoint_scheme: QuantScheme | None = None) -> Refusal | None:
     """first_refusal's error with where SGLang raises it (Refusal), from one pass over the rules."""
-    found = _first_check(version, values, architectures, compute_capability, checkpoint_quantization, mla)
+    found = _first_check(version, values, architectures, compute_capability, checkpoint_quantization, mla,
+                         checkpoint_scheme)
     if found is None:
         return None
     check, seen = found

@@ -65,6 +65,10 @@ class QuantScheme:
     # the routed experts in another format than the other linears (DeepSeek V4's MXFP4 experts in an FP8
     # checkpoint): bytes per routed-expert weight; None: the scheme's own
     routed_expert_bytes: float | None = None
+    # GPTQ's sym and desc_act as quantization_config gives them (None: not given), which SGLang's kernel
+    # overrides read (gptq.py GPTQMarlinConfig.is_gptq_marlin_compatible, moe_wna16.py is_moe_wna16_compatible)
+    symmetric: bool | None = None
+    act_order: bool | None = None
 
     @property
     def bytes_per_weight(self) -> float:
@@ -116,7 +120,10 @@ def _awq_gptq(method: str, qc: dict[str, Any]) -> QuantScheme:
     zeros = bits if (name == "GPTQ" or qc.get("zero_point", True)) else 0
     lm_head = bool(qc.get("lm_head")) and name == "GPTQ"
     label = f"{name} {bits}-bit" + (f", group {group}" if group else ", per channel")
-    return QuantScheme(method, label, bits, group, 2.0, zeros, lm_head_quantized=lm_head)
+    symmetric, act_order = (qc.get("sym"), qc.get("desc_act")) if name == "GPTQ" else (None, None)
+    return QuantScheme(method, label, bits, group, 2.0, zeros, lm_head_quantized=lm_head,
+                       symmetric=symmetric if isinstance(symmetric, bool) else None,
+                       act_order=act_order if isinstance(act_order, bool) else None)
 
 
 def _compressed_tensors(qc: dict[str, Any]) -> QuantScheme | None:
