@@ -635,6 +635,11 @@ CATALOG: tuple[Signature, ...] = (
             # ProcessGroupNCCL.cpp's watchdog on a collective that failed (not timed out): "[PG ID 2 PG GUID 3
             # Rank 1]  failure detected by watchdog at work sequence id: 40231" (sglang issue 10216)
             r"failure detected by watchdog at work sequence id",
+            # the same watchdog's two lines for a collective that failed or timed out, torch 2.4 on ("[PG ID 2 PG GUID 3
+            # Rank 16] Exception (either an error or timeout) detected by watchdog at work: 9301, ...", then "Timeout at
+            # NCCL work: 9301, ...", sglang issue 3572)
+            r"\bException \(either an error or timeout\) detected by watchdog at work\b",
+            r"\] Timeout at NCCL work: \d+",
             # torch < 2.2's ProcessGroupNCCL.cpp: the watchdog thread ended by a CUDA error of the
             # communicator's stream ("NCCL watchdog thread terminated with exception: CUDA error: ...")
             # (not a kernel's own fault the watchdog only surfaces: an illegal memory access, a device-side assert)
@@ -646,6 +651,9 @@ CATALOG: tuple[Signature, ...] = (
             r"torch\.distributed\.DistBackendError",
             # c10d's TCPStore rendezvous, which NCCL's init waits on, cannot reach the master
             r"\[c10d\] The client socket has (?:failed to connect to any network address|timed out after \d+ ?ms)",
+            # (its retry warning words it "[c10d] TCP client failed to connect/validate to host H:P - retrying (...): The
+            # client socket has timed out after ...", then socket.cpp's throwTimeoutError; TRL issue 3736)
+            r"\bThe client socket has timed out after \d+ ?ms while trying to connect to \(",
             # the same raised as torch.distributed.DistNetworkError, naming the master's address
             r"DistNetworkError: The client socket has (?:failed to connect to|timed out after)",
             # NCCL's own result string after a failed call (nccl/src/misc/utils.cc ncclGetErrorString),
@@ -801,6 +809,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Access to model \S+ is restricted(?: and you are not in the authorized list)?\. ",
             # other Hub clients (the hf-hub crate: mistral.rs, TGI's router) with the status and the file's URL
             r"\b(?:401|403|404)\b[^\n]{0,120}https://huggingface\.co/\S+/resolve/",
+            # urllib's HTTPError after the URL it fetched (RamaLama's pull, ramalama issue 1489)
+            r"https://huggingface\.co/\S*: HTTP Error (?:401|403|404)\b",
             r"No such file or directory: '[^']*config\.json'",
             # model_loader/loader.py, utils/hf_transformers_utils.py: the path holds no model
             r"No model weights found in",
@@ -1250,6 +1260,10 @@ _NO_GPU = Signature(
         r"Unexpected error from cudaGetDeviceCount\(\)\..{0,200}\bError (?!80[234]\b)\d+: ",
         # docker's daemon when --gpus is asked for and no NVIDIA container toolkit is installed
         r'could not select device driver "" with capabilities: \[\[gpu\]\]',
+        # ggml's CUDA backend (llama.cpp, Ollama) finding no usable device: its CUDA error string after the colon
+        # ("unknown error" in a compose service given GPUs the runtime cannot open, llama.cpp issue 1866; not a
+        # driver too old for the runtime, which has its own class)
+        r"ggml_cuda_init: failed to initialize CUDA: (?:unknown error|initialization error|OS call failed)",
     ),
     "The container sees no GPU: it was started without one, or without the NVIDIA runtime.",
     (
@@ -1689,7 +1703,7 @@ _CHILD_REPORT = re.compile(
     # a benchmark harness watching the pods it deployed (llm-d-benchmark issue 668)
     r"|\bCrashed container in pod\b"
     # AReaL's remote SGLang engine (areal/engine/sglang_remote.py) giving up on the server it waited for
-    r"|\bRuntimeError: server launch failed\b"
+    r"|\b(?:RuntimeError|TimeoutError): server launch failed\b"  # (TimeoutError in AReaL 1.0, AReaL issue 979)
 )
 # a server's own line that loading the model failed, with no exception of its own (llama.cpp's
 # loaders, LocalAI): a failure without a traceback
@@ -1799,6 +1813,9 @@ _FAILED_WITH = re.compile(r"^(?:ERROR:?\s+)?\"?[Ff]ailed to [^:]{1,120}: (?:\w+:
                           r"|^.{0,200}?\bfailed for request\b.{0,300} with exception \w*(?:Error|Exception)\(")
 # a process that crashed in native code: the shell's report, Python's faulthandler
 _CRASH = re.compile(r"\b[Ss]egmentation fault"  # (two ranks' reports interleaved: "faultSegmentation fault")
+                    # a kernel's fault as CUDA's GPU core dump records it (CUDA_ENABLE_COREDUMP_ON_EXCEPTION; an
+                    # illegal address, SkyRL issue 428)
+                    r"|\bcoredump: Detected an exception of type CUDBG_EXCEPTION_\w+"
                     # SIGFPE as bash ("Floating point exception (core dumped)") and zsh ("[1] 123 floating point
                     # exception  cmd") report it
                     r"|\b[Ff]loating point exception\b"
@@ -2882,6 +2899,11 @@ def _by_origin(found: Diagnosis, log: _Log) -> Diagnosis:
                    summary=f"Probably: {sig.summary} (no signature matched; read from where the error was raised)")
 
 
+def _lower_first(text: str) -> str:
+    """A sentence to follow "Probably:": its first letter lower-case, unless it opens an acronym (NCCL, CUDA)."""
+    return text if text[1:2].isupper() else text[:1].lower() + text[1:]
+
+
 def _weight(d: Diagnosis) -> int:
     """How much a reading found: a known cause, more than a failure no signature matches, more than a
     child's death with no cause of its own, more than none."""
@@ -3451,7 +3473,7 @@ def _infer_from_words(log: _Log, at: int, cause: str) -> Diagnosis | None:
                 cause=cause,
                 advice=sig.advice if klass != CUDA_OOM else _OOM_ADVICE[None],
                 evidence=(log.lines[at],),
-                summary=f"Probably: {sig.summary[0].lower()}{sig.summary[1:]} (read from the error's words; "
+                summary=f"Probably: {_lower_first(sig.summary)} (read from the error's words; "
                         "no known message matched)",
                 line_number=at + 1,
                 confidence="inferred",
