@@ -520,3 +520,27 @@ def test_plan_says_when_the_release_has_no_model_class_for_the_architecture(matr
         said[version] = [n for n in plan_launch(opts, matrix=matrix).notes if "has no model class" in n]
     assert said["0.5.11"] == []
     assert len(said["0.5.9"]) == 1 and "Gemma4ForConditionalGeneration (first in 0.5.11)" in said["0.5.9"][0]
+
+
+def test_a_gptq_checkpoint_on_a_gpu_without_marlin_is_refused_from_0_5_20_with_the_reason(matrix, tmp_path) -> None:
+    """Llama 3.1 8B's published config with transformers' GPTQConfig(bits=4, group_size=128, desc_act=False,
+    sym=True) quantization_config (as tests/test_sglang_oracle.py writes it with each release's own transformers)."""
+    config = json.loads((ROOT / "tests" / "data" / "models" / "llama-3.1-8b" / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False,
+                                     "sym": True, "true_sequential": True, "damp_percent": 0.1}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+
+    def gptq_plan(version: str, gpu: str, *flags: str):
+        opts = PlanOptions(model=str(tmp_path), flags=flags, gpu=gpu, sglang=version, server_args_path=SERVER_ARGS,
+                           suggest=False)
+        return plan_launch(opts, matrix=matrix)
+
+    t4 = gptq_plan("0.5.23", "T4x1")
+    assert t4.verdict == "refused" and t4.problems[0].startswith("ValueError: Unknown quantization method: gptq.")
+    note = next(n for n in t4.notes if "Marlin" in n)
+    assert "a GPU of sm80 or newer (this one is sm75)" in note and "0.5.19 and earlier" in note
+    assert gptq_plan("0.5.19", "T4x1").verdict != "refused"
+    a6000 = gptq_plan("0.5.23", "RTX A6000x1")
+    assert a6000.verdict == "fits" and not any("Marlin" in n for n in a6000.notes)
+    named = gptq_plan("0.5.23", "RTX A6000x1", "--quantization", "gptq")
+    assert named.verdict == "refused" and any("pass gptq_marlin" in n for n in named.notes)

@@ -16,7 +16,7 @@ from typing import Any
 from packaging.version import Version
 
 from imgbuild.errors import UsageError
-from imgbuild.knowledge.argchecks import first_start_failure, refusal
+from imgbuild.knowledge.argchecks import first_start_failure, gptq_without_kernel, refusal
 from imgbuild.knowledge.launchflags import LaunchCommand, LaunchConfig, parse_flags, split_command
 from imgbuild.knowledge.memory import (
     MemoryInputs,
@@ -466,6 +466,9 @@ def plan_launch(
     listed = matrix.gpu_by_smi_name(gpus.name) if matrix is not None else None
     cc = getattr(listed, "compute_capability", None) if listed is not None else None
     inputs = memory_inputs(rules, geometry, launch, gpus, model, compute_capability=str(cc) if cc else None)
+    notes.extend(n for n in [gptq_without_kernel(
+        version, launch.values, checkpoint_quantization=geometry.quantization, checkpoint_scheme=geometry.quant,
+        compute_capability=str(cc) if cc and gpus.platform == "cuda" else None)] if n)
     draft_path = launch.values.get("speculative_draft_model_path")
     if inputs.draft_model_external and draft_path:
         # the draft's config.json through the same reader (a local path or a Hub id)

@@ -666,6 +666,33 @@ def _verified_quantization(values: Values) -> str | None:
     return flag
 
 
+def gptq_without_kernel(version: str, values: Values, *, checkpoint_quantization: str | None,
+                        checkpoint_scheme: QuantScheme | None, compute_capability: str | None) -> str | None:
+    """Why a GPTQ checkpoint has no kernel on CUDA in ``version`` (0.5.20 on: layers/quantization/__init__.py registers
+    plain gptq only off CUDA, so it runs only as gptq_marlin), and what serves it; None where it has one."""
+    seen = {**values, _VERSION: version, _CC: compute_capability, _CHECKPOINT_QUANT: checkpoint_quantization,
+            _CHECKPOINT_SCHEME: checkpoint_scheme}
+    if checkpoint_quantization != "gptq" or _verified_quantization(seen) != "gptq" or not _quantization_unknown(seen):
+        return None
+    scheme = checkpoint_scheme
+    lacks = [why for why, missing in (
+        (f"a GPU of sm80 or newer (this one is sm{(compute_capability or '').replace('.', '')})",
+         _gpu_outside(seen, (8, 9, 10, 11, 12))),
+        ("4- or 8-bit weights", scheme is not None and scheme.weight_bits not in (4, 8)),
+        ("symmetric quantization (sym: true)", scheme is not None and scheme.symmetric is not True),
+        ("desc_act stated in quantization_config", scheme is not None and scheme.act_order is None),
+        (f"a group size of {', '.join(str(g) for g in _MARLIN_GROUPS[1:])} or -1",
+         scheme is not None and scheme.group_size not in _MARLIN_GROUPS),
+    ) if missing]
+    asked = _v(seen, "quantization") == "gptq"
+    why = ("--quantization gptq asks for the plain GPTQ kernels by name" if asked and not lacks
+           else "Marlin needs " + "; ".join(lacks or ["what this checkpoint does not state"]))
+    return (f"SGLang {version} runs GPTQ on CUDA only through the Marlin kernels (gptq_marlin; plain gptq is registered "
+            f"only off CUDA from 0.5.20): {why}. "
+            + ("Leave --quantization out, or pass gptq_marlin. " if asked and not lacks else "")
+            + "SGLang 0.5.19 and earlier still run plain GPTQ.")
+
+
 def _quant_mismatch(values: Values) -> tuple[str, str] | None:
     """(the checkpoint's quant_method, the flag's) where SGLang refuses the pair; None where it takes it or
     this does not know."""
