@@ -161,3 +161,20 @@ def test_check_with_flags_but_no_known_gpus_says_they_were_not_planned(small) ->
     opts = CheckOptions(model=SEED_MODEL, sglang="0.5.11", flags=("--tp", "2"))
     result = check_model(opts, matrix=small, probe=None)
     assert result.plan is None and "launch flags not planned: no GPUs known (pass --gpu NAME[xN])" in result.notes
+
+
+def test_a_gptq_checkpoint_on_a_gpu_without_marlin_is_not_supported_from_0_5_20(tmp_path: Path) -> None:
+    """The shipped matrix (0.5.19 and 0.5.23 in it); Llama 3.1 8B's published config with transformers'
+    GPTQConfig(bits=4, group_size=128, desc_act=False, sym=True) quantization_config."""
+    config = json.loads((Path(__file__).resolve().parent / "data" / "models" / "llama-3.1-8b" / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    shipped = load_matrix()
+    t4 = check_model(CheckOptions(model=str(tmp_path), sglang="0.5.23", gpu="T4x1", driver="580.126.09"),
+                     matrix=shipped, probe=None)
+    assert not t4.supported
+    assert any("Marlin needs a GPU of sm80 or newer (this one is sm75)" in r for r in t4.reasons)
+    assert t4.recommended is not None and t4.recommended.version == "0.5.19"  # the newest that runs plain GPTQ
+    a6000 = check_model(CheckOptions(model=str(tmp_path), sglang="0.5.23", gpu="RTX A6000x1", driver="580.126.09"),
+                        matrix=shipped, probe=None)
+    assert a6000.supported and a6000.reasons == ()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from packaging.version import InvalidVersion, Version
 
 from imgbuild.errors import EnvironmentUnavailable, UsageError
+from imgbuild.knowledge.argchecks import gptq_without_kernel
 from imgbuild.knowledge.matrix import Matrix
 from imgbuild.knowledge.modelinfo import HubFetcher, ModelInfo, inspect_model
 from imgbuild.knowledge.specs import EngineSpec
@@ -55,6 +56,7 @@ class GpuSeen:
     count: int
     compute_capability: str
     memory_mib: int
+    platform: str = "cuda"  # matrix.yaml's platform; NVML sees only NVIDIA GPUs
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,7 @@ def check_model(
     host = read_host(options, matrix=matrix, probe=probe)
 
     reasons = model_blockers(model, sglang.version, sglang.architectures, matrix)
-    reasons += host_blockers(sglang.engine, host, matrix)
+    reasons += host_blockers(sglang.engine, host, matrix) + kernel_blockers(model, sglang.version, host)
     notes = []
     smoke = _import_smoke(options, smoke_image)
     if smoke is not None and not smoke.ok:
@@ -206,7 +208,8 @@ def _recommend(model: ModelInfo, host: HostView, matrix: Matrix) -> tuple[str | 
     """The first release that serves the model, and the newest that serves it on this host."""
     min_sglang = next((e.version for e in matrix.engines if not model_blockers(model, e.version, e.architectures, matrix)), None)
     for engine in reversed(matrix.engines):
-        if not model_blockers(model, engine.version, engine.architectures, matrix) and not host_blockers(engine, host, matrix):
+        if not model_blockers(model, engine.version, engine.architectures, matrix) and not host_blockers(engine, host, matrix) \
+                and not kernel_blockers(model, engine.version, host):
             return min_sglang, engine
     return min_sglang, None
 
@@ -280,6 +283,15 @@ def host_blockers(engine: EngineSpec | None, host: HostView, matrix: Matrix) -> 
     return reasons
 
 
+def kernel_blockers(model: ModelInfo, version: str, host: HostView) -> list[str]:
+    """Why SGLang ``version`` has no kernel for this checkpoint's format on the host's CUDA GPUs (a GPTQ checkpoint
+    Marlin cannot take, from 0.5.20: knowledge/argchecks.py gptq_without_kernel); empty when it has one."""
+    found = (gptq_without_kernel(version, {}, checkpoint_quantization=model.quantization,
+                                 checkpoint_scheme=model.geometry.quant, compute_capability=gpu.compute_capability)
+             for gpu in host.gpus if host.checked and gpu.platform == "cuda")
+    return list(dict.fromkeys(reason for reason in found if reason))
+
+
 def kernels_run_on(compute_capability: str, built_for: tuple[str, ...]) -> bool:
     """True when code built for ``built_for`` runs on a GPU of ``compute_capability``.
 
@@ -304,7 +316,7 @@ def _older(have: str, need: str) -> bool:
 def read_host(options: CheckOptions, *, matrix: Matrix, probe: GpuProbe | None) -> HostView:
     if options.gpu:
         spec, count = matrix.resolve_gpu(options.gpu)
-        gpus = (GpuSeen(spec.name, count, spec.compute_capability, spec.memory_mib),)
+        gpus = (GpuSeen(spec.name, count, spec.compute_capability, spec.memory_mib, spec.platform),)
         return HostView(checked=True, source="--gpu", driver_version=options.driver, gpus=gpus)
     if probe is None:
         return HostView(checked=False, source="no GPU probe")

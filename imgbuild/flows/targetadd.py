@@ -121,7 +121,7 @@ class _EngineChoice:
 
 def _host(spec: GpuSpec, count: int, driver: str | None) -> HostView:
     return HostView(checked=True, source="--gpu", driver_version=driver,
-                    gpus=(GpuSeen(spec.name, count, spec.compute_capability, spec.memory_mib),))
+                    gpus=(GpuSeen(spec.name, count, spec.compute_capability, spec.memory_mib, spec.platform),))
 
 
 def _engine_problem(engine: EngineSpec, host: HostView, matrix: Matrix, locks_dir: Path,
