@@ -458,17 +458,11 @@ def plan_launch(
                      nnodes=int(launch.values.get("nnodes") or 1))
     check_parallelism(geometry, launch, gpus.count, gpus.name)
 
-    notes.extend(f"{h}: F0 is what it leaves" for h in gpus.holders)
-    notes.extend(_unregistered(geometry.architecture, version, matrix))
     rules = rules_for(version)
-    if not rules.verified:
-        notes.append(f"SGLang {version}: accounting rules of the {rules.era} family (read in 0.5.9, 0.5.10-0.5.14, 0.5.23)")
     listed = matrix.gpu_by_smi_name(gpus.name) if matrix is not None else None
     cc = getattr(listed, "compute_capability", None) if listed is not None else None
+    notes.extend(_setting_notes(version, rules, geometry, launch, gpus, matrix, str(cc) if cc else None))
     inputs = memory_inputs(rules, geometry, launch, gpus, model, compute_capability=str(cc) if cc else None)
-    notes.extend(n for n in [gptq_without_kernel(
-        version, launch.values, checkpoint_quantization=geometry.quantization, checkpoint_scheme=geometry.quant,
-        compute_capability=str(cc) if cc and gpus.platform == "cuda" else None)] if n)
     draft_path = launch.values.get("speculative_draft_model_path")
     if inputs.draft_model_external and draft_path:
         # the draft's config.json through the same reader (a local path or a Hub id)
@@ -496,6 +490,18 @@ def plan_launch(
         notes=tuple(notes),
         draft_model_path=str(draft_path) if inputs.draft_model_external and draft_path else None,
     )
+
+
+def _setting_notes(version: str, rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: GpuView, matrix: Any,
+                   cc: str | None) -> list[str]:
+    """What the plan's setting adds to it: processes already on the GPUs, a release without the model class, rules
+    read in another release, a GPTQ checkpoint the release has no CUDA kernel for."""
+    notes = [f"{h}: F0 is what it leaves" for h in gpus.holders] + _unregistered(g.architecture, version, matrix)
+    if not rules.verified:
+        notes.append(f"SGLang {version}: accounting rules of the {rules.era} family (read in 0.5.9, 0.5.10-0.5.14, 0.5.23)")
+    gptq = gptq_without_kernel(version, launch.values, checkpoint_quantization=g.quantization, checkpoint_scheme=g.quant,
+                               compute_capability=cc if gpus.platform == "cuda" else None)
+    return notes + ([gptq] if gptq else [])
 
 
 def _unregistered(architecture: str, version: str, matrix: Any) -> list[str]:
