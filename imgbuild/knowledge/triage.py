@@ -983,6 +983,8 @@ CATALOG: tuple[Signature, ...] = (
             # clap (TGI's launcher, Rust CLIs): "error: unexpected argument '--x' found", "error: invalid value ..."
             r"^error: unexpected argument '--[\w-]+' found",
             r"^error: invalid value '[^']*' for '--[\w-]+",
+            # click (mlx-openai-server, Python CLIs built on it): "Error: No such option: --tool-call-parser"
+            r"^Error: No such option: --[\w-]+",
             # server_args.py checks after parsing (0.5.11, Qwen3-Next/3.5 + speculation)
             r"not compatible with radix cache when using --mamba-scheduler-strategy",
             # configs/model_config.py, _derive_context_length (raised unless overridden)
@@ -1264,6 +1266,12 @@ _NO_GPU = Signature(
         # ("unknown error" in a compose service given GPUs the runtime cannot open, llama.cpp issue 1866; not a
         # driver too old for the runtime, which has its own class)
         r"ggml_cuda_init: failed to initialize CUDA: (?:unknown error|initialization error|OS call failed)",
+        # vLLM's world-size check finding no device at all ("local_world_size (8) must be less than or equal to the
+        # number of visible devices (0).", the count on its own line as vllm-ascend prints it, vllm-ascend issue 14631)
+        r"\bof visible devices \(0\)",
+        # Ascend's device management library in a container given no NPU device (npu-smi: "dcmi module initialize
+        # failed. ret is -8005", vllm-ascend issue 2698), NVML's counterpart
+        r"\bdcmi module initialize failed\b",
     ),
     "The container sees no GPU: it was started without one, or without the NVIDIA runtime.",
     (
