@@ -194,3 +194,24 @@ def test_deepep_v2_needs_a_registered_architecture() -> None:
                        "must register its architecture with register_deepep_v2_model, because its combine and post-expert "
                        "reduction semantics must be validated first.")
     assert first_refusal("0.5.23", {"moe_a2a_backend": "deepep_v2"}, ("Qwen3MoeForCausalLM",)) is None
+
+
+def test_dsa_prefill_context_parallel_asserts_follow_each_release() -> None:
+    """server_args.py _handle_model_specific_adjustments on a DSA config (an index_topk): held against 0.5.11's parser
+    in tests/test_sglang_oracle.py DSA_CP_CASES; 0.5.8's in-seq-split default, 0.5.12's tp <= 8 and 0.5.13's renamed
+    flag read in those wheels."""
+    glm5 = ("GlmMoeDsaForCausalLM",)
+    cp = {"enable_nsa_prefill_context_parallel": True}
+    assert first_refusal("0.5.11", {**cp, "tp_size": 8}, glm5, dsa=True) is None
+    assert "tp_size == 8" in first_refusal("0.5.11", {**cp, "tp_size": 4}, glm5, dsa=True)
+    assert first_refusal("0.5.11", {**cp, "tp_size": 4}, glm5, dsa=False) is None  # no index_topk: not DSA
+    # the round-robin split (the default from 0.5.9) asserts one attention group before the machine
+    assert first_refusal("0.5.11", {**cp, "tp_size": 8, "dp_size": 2}, glm5, dsa=True) == (
+        "AssertionError: For round-robin split mode, dp attention is not supported.")
+    assert first_refusal("0.5.8", {**cp, "tp_size": 8, "dp_size": 2}, glm5, dsa=True) is None  # in-seq-split default
+    assert first_refusal("0.5.12", {**cp, "tp_size": 4}, glm5, dsa=True) is None
+    assert "(tp_size <= 8)" in first_refusal("0.5.12", {**cp, "tp_size": 16}, glm5, dsa=True)
+    decode = {"enable_dsa_prefill_context_parallel": True, "tp_size": 8, "disaggregation_mode": "decode"}
+    assert first_refusal("0.5.13", decode, glm5, dsa=True).endswith(
+        "please remove --enable-dsa-prefill-context-parallel.")
+    assert first_refusal("0.5.14", {**cp, "tp_size": 4}, glm5, dsa=True) is None

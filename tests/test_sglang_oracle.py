@@ -305,12 +305,12 @@ ATTENTION_LIST_CASES = [
 
 
 @pytest.mark.network
-def test_plan_agrees_with_sglang_on_llama4_and_gemma4_attention_backends(sglang_release: tuple[str, str],
-                                                                        tmp_path: Path) -> None:
-    """Llama 4 Scout's config as the release's own transformers writes it (Llama4Config's defaults are
-    meta-llama/Llama-4-Scout-17B-16E's, per its docstring) and google/gemma-4-31b-it's published config
-    (tests/data/published_sizes; 0.5.9's transformers 4.57 has no gemma4 model type, so from 0.5.11)."""
-    from differential import run
+def test_plan_agrees_with_sglang_on_model_specific_adjustments(sglang_release: tuple[str, str], tmp_path: Path) -> None:
+    """The attention-backend lists on Llama 4 Scout's config as the release's own transformers writes it (Llama4Config's
+    defaults are meta-llama/Llama-4-Scout-17B-16E's, per its docstring) and google/gemma-4-31b-it's published config
+    (tests/data/published_sizes); DSA_CP_CASES on zai-org/GLM-5-FP8's. 0.5.9's transformers 4.57 has neither the
+    gemma4 nor the glm_moe_dsa model type, so those two from 0.5.11."""
+    from differential import GPU, GPU_PROBE, H100_PROBE, run
 
     version, python = sglang_release
     scout = tmp_path / "llama-4-scout"
@@ -318,14 +318,32 @@ def test_plan_agrees_with_sglang_on_llama4_and_gemma4_attention_backends(sglang_
     subprocess.run([python, "-c", "import sys; from transformers import Llama4Config; c = Llama4Config(); "
                     "c.architectures = ['Llama4ForConditionalGeneration']; open(sys.argv[1], 'w').write(c.to_json_string())",
                     str(scout / "config.json")], check=True, timeout=300)
-    folders = [scout] + ([ROOT / "tests" / "data" / "published_sizes" / "gemma-4-31b-it"] if version != "0.5.9" else [])
+    data, a6000 = ROOT / "tests" / "data", (GPU, GPU_PROBE)
+    h100x8 = ("H100 SXMx8", [*H100_PROBE[:-1], "8"])  # (--dp 2 beside the --tp 2: plan wants the GPUs for both)
+    lists = [(scout, ATTENTION_LIST_CASES, a6000)] + (
+        [(data / "published_sizes" / "gemma-4-31b-it", ATTENTION_LIST_CASES, a6000),
+         (data / "plan_logs" / "models" / "glm-5-fp8", DSA_CP_CASES, h100x8)] if version != "0.5.9" else [])
     differing = {}
-    for folder in folders:
-        report = run(python, version, ATTENTION_LIST_CASES, model=str(folder))
+    for folder, cases, (gpu, probe) in lists:
+        report = run(python, version, cases, model=str(folder), gpu=gpu, probe=probe)
         differing |= {f"{folder.name} {' '.join(r['flags'])}": r["differs"] for r in report["rows"] if r["differs"]}
         print(f"\nsglang {version}: {folder.name}, plan agrees with SGLang's parser on {report['agree']} of "
               f"{report['cases']}")
     assert differing == {}
+
+
+# server_args.py _handle_model_specific_adjustments on DeepSeek sparse attention (0.5.7-0.5.13): prefill context
+# parallel's asserts, on zai-org/GLM-5-FP8's published config (index_topk 2048; 0.5.9's transformers does not know
+# glm_moe_dsa, so from 0.5.11; 0.5.23 has neither flag). The differential's own --tp 2 reaches the single-machine
+# assert; a round-robin split with --dp 2 fails before it.
+DSA_CP_CASES = [
+    ["--enable-nsa-prefill-context-parallel"],
+    ["--enable-nsa-prefill-context-parallel", "--dp", "2"],
+    ["--enable-nsa-prefill-context-parallel", "--nsa-prefill-cp-mode", "in-seq-split", "--dp", "2"],
+    ["--enable-nsa-prefill-context-parallel", "--nsa-prefill-cp-mode", "round-robin-split", "--dp", "2"],
+    ["--enable-nsa-prefill-context-parallel", "--disaggregation-mode", "decode"],
+    ["--nsa-prefill-cp-mode", "in-seq-split"],
+]
 
 
 # configs/model_config.py _verify_quantization: a --quantization other than the checkpoint's own quant_method, unless

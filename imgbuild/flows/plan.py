@@ -331,7 +331,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
     cuda_cc = compute_capability if gpus.platform == "cuda" else None
     refused = refusal(rules.version, v, (g.architecture,) if g.architecture else (), compute_capability=cuda_cc,
                       checkpoint_quantization=g.quantization, mla=g.mla,
-                      checkpoint_scheme=g.quant)
+                      checkpoint_scheme=g.quant, dsa=g.dsa_indexer)
     return MemoryInputs(
         rules=rules,
         geometry=replace(g, multimodal=False) if g.multimodal and runs_as_text(rules.version, g.architecture, v) else g,

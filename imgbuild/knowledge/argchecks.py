@@ -239,6 +239,7 @@ _CC = "_compute_capability"  # matrix.yaml's compute capability of a CUDA GPU ("
 _CHECKPOINT_QUANT = "_checkpoint_quantization"  # config.json's quantization_config quant_method, if any
 _CHECKPOINT_SCHEME = "_checkpoint_scheme"  # its weight format (knowledge/quantscheme.py QuantScheme), if read
 _MLA = "_mla"  # the model's attention is MLA (ModelConfig.attention_arch)
+_DSA_MODEL = "_dsa"  # the config names an index_topk (configs/model_config.py is_deepseek_nsa's second test)
 
 
 def _arch_list(values: Values, segments: _ArchList) -> tuple[str, ...] | None:
@@ -606,6 +607,39 @@ def _quantization_unknown(values: Values) -> bool:
     return names is not None and quant not in (None, "?") and quant not in names
 
 
+# server_args.py _handle_model_specific_adjustments, DeepSeek sparse attention on a CUDA or ROCm GPU (0.5.7-0.5.13;
+# is_deepseek_nsa: the first architecture one of these, and an index_topk): prefill context parallel asserts one
+# attention group under its round-robin split (0.5.8 on; the mode's default is in-seq-split in 0.5.8), a single
+# machine (tp == 8 to 0.5.11, <= 8 in 0.5.12-0.5.13), and no decode server. 0.5.14 moves it to --enable-prefill-cp.
+_NSA_ARCHS = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV3ForCausalLMNextN", "MistralLarge3ForCausalLM",
+              "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM")
+
+
+def _dsa_prefill_cp_refusal(values: Values) -> str | None:
+    version = Version(values[_VERSION])
+    archs = _archs(values)
+    if not (Version("0.5.7") <= version < Version("0.5.14") and values.get(_DSA_MODEL) and archs
+            and archs[0] in _NSA_ARCHS):
+        return None
+    dsa = version >= Version("0.5.13")
+    flag = "dsa" if dsa else "nsa"
+    if not _v(values, f"enable_{flag}_prefill_context_parallel"):
+        return None
+    mode = _v(values, f"{flag}_prefill_cp_mode") or ("in-seq-split" if version < Version("0.5.9") else "round-robin-split")
+    if version >= Version("0.5.8") and mode != "in-seq-split" and _int(values, "dp_size") != 1:
+        return "AssertionError: For round-robin split mode, dp attention is not supported."
+    tp = _int(values, *_TP)
+    if version < Version("0.5.12") and tp != 8:
+        return ("AssertionError: Current multi-machine CP support suffers from precision issues. So context parallel "
+                "only support Single machine(tp_size == 8)")
+    if version >= Version("0.5.12") and tp > 8:
+        return "AssertionError: Context parallel only supports single machine (tp_size <= 8). Cross-machine CP has precision issues."
+    if version >= Version("0.5.8") and _v(values, "disaggregation_mode") == "decode":
+        return ("AssertionError: CP is only supported for prefill when PD disaggregation, please remove "
+                f"--enable-{flag}-prefill-context-parallel.")
+    return None
+
+
 # configs/model_config.py ModelConfig._verify_quantization (every 0.5.x release): a checkpoint that declares its
 # quant_method, launched with another --quantization, is refused unless an override (layers/quantization/*.py
 # override_quantization_method) or the compatible_quantization_methods table takes the pair. Checked here only for the
@@ -846,6 +880,8 @@ CHECKS: tuple[ArgCheck, ...] = (
              _quantization_unknown,
              lambda v: f"ValueError: Unknown quantization method: {_verified_quantization(v)}. Must be one of "
                        f"{list(_arch_list(v, _QUANTIZATION_METHODS) or ())}."),
+    ArgCheck("dsa-prefill-context-parallel", "_handle_model_specific_adjustments", "0.5.7", "0.5.13",
+             lambda v: _dsa_prefill_cp_refusal(v) is not None, lambda v: str(_dsa_prefill_cp_refusal(v))),
     ArgCheck("dsa-cache-layer-split-architectures", "arg_groups/model_hook.py handle_model_specific_adjustments",
              "0.5.16", "0.5.23",
              lambda v: bool(_v(v, "enable_dsa_cache_layer_split")) and _first_arch_outside(v, _DSA),
@@ -1219,9 +1255,9 @@ CHECKS: tuple[ArgCheck, ...] = (
 
 def _first_check(version: str, values: Values, architectures: tuple[str, ...], compute_capability: str | None,
                  checkpoint_quantization: str | None, mla: bool,
-                 checkpoint_scheme: QuantScheme | None = None) -> tuple[ArgCheck, Values] | None:
+                 checkpoint_scheme: QuantScheme | None = None, dsa: bool = False) -> tuple[ArgCheck, Values] | None:
     seen = {**values, _ARCHS: tuple(architectures), _VERSION: version, _CC: compute_capability,
-            _CHECKPOINT_QUANT: checkpoint_quantization, _CHECKPOINT_SCHEME: checkpoint_scheme, _MLA: mla}
+            _CHECKPOINT_QUANT: checkpoint_quantization, _CHECKPOINT_SCHEME: checkpoint_scheme, _MLA: mla, _DSA_MODEL: dsa}
     for check in CHECKS:
         if check.in_release(version) and check.applies(seen):
             return check, seen
@@ -1230,15 +1266,15 @@ def _first_check(version: str, values: Values, architectures: tuple[str, ...], c
 
 def first_refusal(version: str, values: Values, architectures: tuple[str, ...] = (), *,
                   compute_capability: str | None = None, checkpoint_quantization: str | None = None,
-                  mla: bool = False, checkpoint_scheme: QuantScheme | None = None) -> str | None:
+                  mla: bool = False, checkpoint_scheme: QuantScheme | None = None, dsa: bool = False) -> str | None:
     """The error SGLang `version` raises after parsing these flag values, if one of the rules applies.
     ``architectures`` (config.json's) feeds the per-architecture support lists, ``compute_capability`` (a CUDA
     GPU's, "8.6") the GPU-generation rules, ``checkpoint_quantization`` (config.json's quant_method) tells the
     quantization rules that SGLang reconciles the flag with the checkpoint (``checkpoint_scheme``, its weight format,
-    which kernel overrides suit it), ``mla`` (the model's attention) the default attention backend; without them
-    those rules stay silent."""
+    which kernel overrides suit it), ``mla`` (the model's attention) the default attention backend, ``dsa`` (an
+    index_topk in the config) DeepSeek sparse attention's rules; without them those rules stay silent."""
     found = _first_check(version, values, architectures, compute_capability, checkpoint_quantization, mla,
-                         checkpoint_scheme)
+                         checkpoint_scheme, dsa)
     return None if found is None else found[0].message(found[1])
 
 
@@ -1270,10 +1306,10 @@ class Refusal:
 
 def refusal(version: str, values: Values, architectures: tuple[str, ...] = (), *,
             compute_capability: str | None = None, checkpoint_quantization: str | None = None,
-            mla: bool = False, checkpoint_scheme: QuantScheme | None = None) -> Refusal | None:
+            mla: bool = False, checkpoint_scheme: QuantScheme | None = None, dsa: bool = False) -> Refusal | None:
     """first_refusal's error with where SGLang raises it (Refusal), from one pass over the rules."""
     found = _first_check(version, values, architectures, compute_capability, checkpoint_quantization, mla,
-                         checkpoint_scheme)
+                         checkpoint_scheme, dsa)
     if found is None:
         return None
     check, seen = found
