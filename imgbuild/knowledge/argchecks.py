@@ -665,8 +665,9 @@ _MARLIN_GROUPS = (0, 32, 64, 128)  # marlin_utils.py MARLIN_SUPPORTED_GROUP_SIZE
 def _quant_overrides(values: Values, declared: str) -> set[str]:
     """The flags a kernel override turns into a method that suits this checkpoint: awq/awq.py AWQMarlinConfig and
     gptq.py GPTQMarlinConfig (marlin, awq_marlin / gptq_marlin) on a CUDA GPU of sm80 or newer whose Marlin kernels
-    take the bits and group size (is_cuda() is false in a parser run without a GPU); moe_wna16.py MoeWNA16Config
-    (a 4-bit AWQ on sm75+, a 4- or 8-bit GPTQ without act order)."""
+    take the bits and group size (awq.py, and 0.5.9's and 0.5.11's gptq.py, ask is_cuda() at import, so the oracle's
+    GPU-less parser refuses these where a GPU takes them); moe_wna16.py MoeWNA16Config (a 4-bit AWQ on sm75+, a 4- or
+    8-bit GPTQ without act order)."""
     scheme = values.get(_CHECKPOINT_SCHEME)
     bits, group = (scheme.weight_bits, scheme.group_size) if scheme is not None else (4, 128)
     sm80 = not _gpu_outside(values, (8, 9, 10, 11, 12))
