@@ -544,3 +544,21 @@ def test_a_gptq_checkpoint_on_a_gpu_without_marlin_is_refused_from_0_5_20_with_t
     assert a6000.verdict == "fits" and not any("Marlin" in n for n in a6000.notes)
     named = gptq_plan("0.5.23", "RTX A6000x1", "--quantization", "gptq")
     assert named.verdict == "refused" and any("pass gptq_marlin" in n for n in named.notes)
+
+
+def test_dsa_prefill_context_parallel_turns_dp_attention_on_so_dp_groups_share_the_tp_gpus(matrix) -> None:
+    """0.5.8-0.5.13 turn DP attention on for DeepSeek sparse attention with prefill context parallel (server_args.py
+    _handle_model_specific_adjustments): --dp 2 beside --tp 8 groups 8 GPUs, not 16; the round-robin split (the
+    default from 0.5.9) then asserts one group, the in-seq split takes it (both held against 0.5.11's parser in
+    tests/test_sglang_oracle.py DSA_CP_CASES). zai-org/GLM-5-FP8's published config."""
+    glm5 = str(ROOT / "tests" / "data" / "plan_logs" / "models" / "glm-5-fp8")
+
+    def glm5_plan(*flags: str):
+        opts = PlanOptions(model=glm5, flags=("--enable-nsa-prefill-context-parallel", "--tp", "8", "--dp", "2", *flags),
+                           gpu="H100 SXMx8", sglang="0.5.11", server_args_path=SERVER_ARGS, suggest=False)
+        return plan_launch(opts, matrix=matrix)
+
+    assert glm5_plan().problems[0] == "AssertionError: For round-robin split mode, dp attention is not supported."
+    in_seq = glm5_plan("--nsa-prefill-cp-mode", "in-seq-split")
+    assert in_seq.verdict != "refused" and in_seq.gpu_count == 8
+    assert any("turns DP attention on" in n and "prefill context parallel" in n for n in in_seq.notes)

@@ -279,17 +279,26 @@ def _decode_forces_chunk_cache(version: str, values: Any) -> bool:
 
 
 def _dsa_forced_dp_attention(launch: LaunchConfig, g: ModelGeometry, version: str, notes: list[str]) -> LaunchConfig:
-    """0.5.4.post1-0.5.5.post3 turn DP attention on for DeepSeek sparse attention on CUDA, one attention
-    group per GPU ("DP attention is enabled for DeepSeek NSA.": server_args.py sets enable_dp_attention
-    and dp_size = tp_size over the flags); 0.5.6 keeps --dp-size, later releases drop it."""
-    if not (g.dsa_indexer and g.mla and Version("0.5.4.post1") <= Version(version) < Version("0.5.6")):
+    """DP attention that SGLang turns on for DeepSeek sparse attention on a CUDA or ROCm GPU (server_args.py
+    _handle_model_specific_adjustments): 0.5.4.post1-0.5.5.post3 with one attention group per GPU ("DP attention is
+    enabled for DeepSeek NSA.", dp_size = tp_size over the flags); 0.5.6-0.5.7 keeping --dp-size; 0.5.8-0.5.13 only
+    for prefill context parallel (--enable-nsa-prefill-context-parallel, --enable-dsa-... in 0.5.13), both split
+    modes. Later releases leave it to the flags."""
+    release, tp, dp = Version(version), launch.tp_size, launch.dp_size
+    if not (g.dsa_indexer and g.mla) or launch.enable_dp_attention and (dp == tp or release >= Version("0.5.6")):
         return launch
-    tp = launch.tp_size
-    if launch.enable_dp_attention and launch.dp_size == tp:
-        return launch
-    notes.append(f"SGLang {version} runs DeepSeek sparse attention with DP attention, --dp-size {tp}: "
-                 "attention weights are whole on every GPU")
-    return replace(launch, values={**launch.values, "enable_dp_attention": True, "dp_size": tp})
+    cp = launch.values.get("enable_dsa_prefill_context_parallel" if release >= Version("0.5.13")
+                           else "enable_nsa_prefill_context_parallel")
+    if Version("0.5.4.post1") <= release < Version("0.5.6"):
+        notes.append(f"SGLang {version} runs DeepSeek sparse attention with DP attention, --dp-size {tp}: "
+                     "attention weights are whole on every GPU")
+        return replace(launch, values={**launch.values, "enable_dp_attention": True, "dp_size": tp})
+    if Version("0.5.6") <= release < Version("0.5.8") or (Version("0.5.8") <= release < Version("0.5.14") and cp):
+        if dp > 1:
+            notes.append(f"SGLang {version} turns DP attention on for DeepSeek sparse attention"
+                         + (" with prefill context parallel" if cp else "") + f": --dp-size {dp} groups the {tp} GPUs")
+        return replace(launch, values={**launch.values, "enable_dp_attention": True})
+    return launch
 
 
 def _piecewise_flag(rules: Rules, v: dict, model_path: str) -> bool | None:
