@@ -54,6 +54,16 @@ def _known_reason(flags: tuple[str, ...], version: str) -> str | None:
     return None
 
 
+def _differing(version: str, reports: dict[str, dict]) -> dict[str, str]:
+    """The cases where plan and SGLang's parser differ, over run_models' reports; each model's agreement printed."""
+    differing = {}
+    for model, report in reports.items():
+        name = Path(model).name
+        differing |= {f"{name} {' '.join(r['flags'])}": r["differs"] for r in report["rows"] if r["differs"]}
+        print(f"\nsglang {version}: {name}, plan agrees with SGLang's parser on {report['agree']} of {report['cases']}")
+    return differing
+
+
 def _uv() -> str:
     here = Path(sys.executable).parent / "uv"
     return str(here) if here.exists() else (shutil.which("uv") or "uv")
@@ -277,21 +287,15 @@ def test_plan_agrees_with_sglang_on_dense_mla_vision_and_gpt_oss_models(sglang_r
     """Llama 3.1 8B (tests/data/models), DeepSeek-V2-Lite, Gemma 3 4B, Llama 3.2 11B Vision, GPT-OSS 20B and
     Nemotron 3 Nano 30B-A3B (tests/data/plan_logs/models) at TP 2 through SGLang's own parser: the outcome, its
     message and the resolved defaults."""
-    from differential import run
+    from differential import run_models
 
     version, python = sglang_release
-    differing = {}
     published = ROOT / "tests" / "data" / "plan_logs" / "models"
-    for folder, cases in ((ROOT / "tests" / "data" / "models" / "llama-3.1-8b", DENSE_CASES),
-                          (published / "deepseek-v2-lite", MLA_CASES), (published / "gemma-3-4b-it", GEMMA3_CASES),
-                          (published / "llama-3.2-11b-vision-instruct", MLLAMA_CASES),
-                          (published / "gpt-oss-20b", GPT_OSS_CASES),
-                          (published / "nemotron-3-nano-30b-a3b", NEMOTRON_H_CASES)):
-        report = run(python, version, cases, model=str(folder))
-        differing |= {f"{folder.name} {' '.join(r['flags'])}": r["differs"] for r in report["rows"] if r["differs"]}
-        print(f"\nsglang {version}: {folder.name}, plan agrees with SGLang's parser on {report['agree']} of "
-              f"{report['cases']}")
-    assert differing == {}
+    lists = {str(ROOT / "tests" / "data" / "models" / "llama-3.1-8b"): DENSE_CASES,
+             str(published / "deepseek-v2-lite"): MLA_CASES, str(published / "gemma-3-4b-it"): GEMMA3_CASES,
+             str(published / "llama-3.2-11b-vision-instruct"): MLLAMA_CASES, str(published / "gpt-oss-20b"): GPT_OSS_CASES,
+             str(published / "nemotron-3-nano-30b-a3b"): NEMOTRON_H_CASES}
+    assert _differing(version, run_models(python, version, lists)) == {}
 
 
 # Model-specific attention asserts (server_args.py _handle_model_specific_adjustments, arg_groups/model_hook.py from
@@ -310,7 +314,7 @@ def test_plan_agrees_with_sglang_on_model_specific_adjustments(sglang_release: t
     defaults are meta-llama/Llama-4-Scout-17B-16E's, per its docstring) and google/gemma-4-31b-it's published config
     (tests/data/published_sizes); DSA_CP_CASES on zai-org/GLM-5-FP8's. 0.5.9's transformers 4.57 has neither the
     gemma4 nor the glm_moe_dsa model type, so those two from 0.5.11."""
-    from differential import GPU, GPU_PROBE, H100_PROBE, run
+    from differential import H100_PROBE, run_models
 
     version, python = sglang_release
     scout = tmp_path / "llama-4-scout"
@@ -318,17 +322,14 @@ def test_plan_agrees_with_sglang_on_model_specific_adjustments(sglang_release: t
     subprocess.run([python, "-c", "import sys; from transformers import Llama4Config; c = Llama4Config(); "
                     "c.architectures = ['Llama4ForConditionalGeneration']; open(sys.argv[1], 'w').write(c.to_json_string())",
                     str(scout / "config.json")], check=True, timeout=300)
-    data, a6000 = ROOT / "tests" / "data", (GPU, GPU_PROBE)
-    h100x8 = ("H100 SXMx8", [*H100_PROBE[:-1], "8"])  # (--dp 2 beside the --tp 2: plan wants the GPUs for both)
-    lists = [(scout, ATTENTION_LIST_CASES, a6000)] + (
-        [(data / "published_sizes" / "gemma-4-31b-it", ATTENTION_LIST_CASES, a6000),
-         (data / "plan_logs" / "models" / "glm-5-fp8", DSA_CP_CASES, h100x8)] if version != "0.5.9" else [])
-    differing = {}
-    for folder, cases, (gpu, probe) in lists:
-        report = run(python, version, cases, model=str(folder), gpu=gpu, probe=probe)
-        differing |= {f"{folder.name} {' '.join(r['flags'])}": r["differs"] for r in report["rows"] if r["differs"]}
-        print(f"\nsglang {version}: {folder.name}, plan agrees with SGLang's parser on {report['agree']} of "
-              f"{report['cases']}")
+    data, newer = ROOT / "tests" / "data", version != "0.5.9"
+    on_a6000 = {str(scout): ATTENTION_LIST_CASES} | (
+        {str(data / "published_sizes" / "gemma-4-31b-it"): ATTENTION_LIST_CASES} if newer else {})
+    differing = _differing(version, run_models(python, version, on_a6000))
+    if newer:  # (--dp 2 beside the differential's --tp 2: plan wants GPUs for both, so 8 H100s)
+        glm5 = {str(data / "plan_logs" / "models" / "glm-5-fp8"): DSA_CP_CASES}
+        differing |= _differing(version, run_models(python, version, glm5, gpu="H100 SXMx8",
+                                                    probe=[*H100_PROBE[:-1], "8"]))
     assert differing == {}
 
 
@@ -361,17 +362,12 @@ QUANT_MISMATCH_CASES = {
 def test_plan_agrees_with_sglang_on_a_quantization_flag_against_the_checkpoints_own(
         sglang_release: tuple[str, str]) -> None:
     """An AWQ, an FP8 and an MXFP4 checkpoint's published configs (tests/data) on an H100."""
-    from differential import H100_GPU, H100_PROBE, run
+    from differential import H100_GPU, H100_PROBE, run_models
 
     version, python = sglang_release
-    differing = {}
-    for folder, flags in QUANT_MISMATCH_CASES.items():
-        cases = [["--quantization", q] for q in flags]
-        report = run(python, version, cases, model=str(ROOT / "tests" / "data" / folder), gpu=H100_GPU, probe=H100_PROBE)
-        differing |= {f"{folder} {' '.join(r['flags'])}": r["differs"] for r in report["rows"] if r["differs"]}
-        print(f"\nsglang {version}: {Path(folder).name}, plan agrees with SGLang's parser on {report['agree']} of "
-              f"{report['cases']}")
-    assert differing == {}
+    lists = {str(ROOT / "tests" / "data" / folder): [["--quantization", q] for q in flags]
+             for folder, flags in QUANT_MISMATCH_CASES.items()}
+    assert _differing(version, run_models(python, version, lists, gpu=H100_GPU, probe=H100_PROBE)) == {}
 
 
 # The quantization_config each library writes into config.json (transformers' GPTQConfig and BitsAndBytesConfig,
@@ -407,23 +403,18 @@ def test_plan_agrees_with_sglang_on_a_quantization_flag_against_gptq_compressed_
         sglang_release: tuple[str, str], tmp_path: Path) -> None:
     """A GPTQ (with and without act order), a compressed-tensors W8A8 and a bitsandbytes NF4 checkpoint's config, the
     quantization_config written by the release's own libraries (LIBRARY_QUANT_CONFIGS), on an H100."""
-    from differential import H100_GPU, H100_PROBE, run
+    from differential import H100_GPU, H100_PROBE, run_models
 
     version, python = sglang_release
     base = ROOT / "tests" / "data" / "models" / "llama-3.1-8b" / "config.json"
-    differing = {}
-    for name, flags in LIBRARY_QUANT_CASES.items():
-        if name.startswith("bitsandbytes") and version == "0.5.9":
-            continue
-        folder = tmp_path / name
-        folder.mkdir()
-        subprocess.run([python, "-c", "import json, sys; " + LIBRARY_QUANT_CONFIGS[name] + "; "
-                        "c = json.load(open(sys.argv[1])); c['quantization_config'] = qc; "
-                        "json.dump(c, open(sys.argv[2], 'w'), indent=1)", str(base), str(folder / "config.json")],
-                       check=True, timeout=300)
-        flags = flags + (["gptq_marlin"] if name.startswith("gptq") and version == "0.5.23" else [])
-        report = run(python, version, [["--quantization", q] for q in flags], model=str(folder), gpu=H100_GPU,
-                     probe=H100_PROBE)
-        differing |= {f"{name} {' '.join(r['flags'])}": r["differs"] for r in report["rows"] if r["differs"]}
-        print(f"\nsglang {version}: {name}, plan agrees with SGLang's parser on {report['agree']} of {report['cases']}")
-    assert differing == {}
+    names = [n for n in LIBRARY_QUANT_CASES if not (n.startswith("bitsandbytes") and version == "0.5.9")]
+    script = ["import json, os, sys", "base = json.load(open(sys.argv[1]))"]
+    for name in names:  # (one interpreter writes them all: importing transformers is most of its cost)
+        (tmp_path / name).mkdir()
+        script += [LIBRARY_QUANT_CONFIGS[name], f"json.dump({{**base, 'quantization_config': qc}}, "
+                   f"open(os.path.join(sys.argv[2], {name!r}, 'config.json'), 'w'), indent=1)"]
+    subprocess.run([python, "-c", "\n".join(script), str(base), str(tmp_path)], check=True, timeout=300)
+    lists = {str(tmp_path / name): [["--quantization", q] for q in LIBRARY_QUANT_CASES[name]
+                                    + (["gptq_marlin"] if name.startswith("gptq") and version == "0.5.23" else [])]
+             for name in names}
+    assert _differing(version, run_models(python, version, lists, gpu=H100_GPU, probe=H100_PROBE)) == {}

@@ -42,8 +42,12 @@ COMPARED = {
 }
 
 
-def sglang_side(python: str, cases: list[list[str]], model: str = MODEL, probe: list[str] = GPU_PROBE) -> list[dict]:
-    argv = [["--model-path", model, *BASE, *c] for c in cases]
+def sglang_side(python: str, cases: list[list[str]], model: str | list[str] = MODEL,
+                probe: list[str] = GPU_PROBE) -> list[dict]:
+    """SGLang's outcome for each case, in one parser process (its import is most of the cost); ``model``: one for all
+    cases, or one per case."""
+    models = [model] * len(cases) if isinstance(model, str) else model
+    argv = [["--model-path", m, *BASE, *c] for m, c in zip(models, cases)]
     done = subprocess.run([python, str(ROOT / "tests/oracle/sglang_parse.py"), *probe], input=json.dumps(argv),
                           capture_output=True, text=True, cwd=ROOT, check=True)
     lines = done.stdout.splitlines()
@@ -118,16 +122,25 @@ def run(python: str, version: str, cases: list[list[str]] | None = None, model: 
         probe: list[str] = GPU_PROBE) -> dict:
     """``gpu`` (plan's --gpu) and ``probe`` (what sglang_parse.py patches SGLang's GPU probes to) name one machine."""
     cases = flag_sets(version) if cases is None else cases
-    theirs = sglang_side(python, cases, model, probe)
-    ours = imgbuild_side(version, cases, model, gpu)
+    return run_models(python, version, {model: cases}, gpu=gpu, probe=probe)[model]
+
+
+def run_models(python: str, version: str, lists: dict[str, list[list[str]]], *, gpu: str = GPU,
+               probe: list[str] = GPU_PROBE) -> dict[str, dict]:
+    """``run`` for several models on one machine, through one parser process: each model's report."""
     from imgbuild.knowledge.modelinfo import inspect_model
 
-    hybrid = inspect_model(str(ROOT / model)).geometry.hybrid  # (an absolute path stays as it is)
-    rows = []
-    for case, o, t in zip(cases, ours, theirs):
-        rows.append({"flags": case, "imgbuild": o, "sglang": t, "differs": compare(case, o, t, hybrid=hybrid)})
-    agree = sum(1 for r in rows if r["differs"] is None)
-    return {"version": version, "cases": len(rows), "agree": agree, "rows": rows}
+    pairs = [(model, case) for model, cases in lists.items() for case in cases]
+    theirs = iter(sglang_side(python, [c for _, c in pairs], [m for m, _ in pairs], probe))
+    reports = {}
+    for model, cases in lists.items():
+        ours = imgbuild_side(version, cases, model, gpu)
+        hybrid = inspect_model(str(ROOT / model)).geometry.hybrid  # (an absolute path stays as it is)
+        rows = [{"flags": case, "imgbuild": o, "sglang": t, "differs": compare(case, o, t, hybrid=hybrid)}
+                for case, o, t in zip(cases, ours, theirs)]
+        agree = sum(1 for r in rows if r["differs"] is None)
+        reports[model] = {"version": version, "cases": len(rows), "agree": agree, "rows": rows}
+    return reports
 
 
 def main(argv: list[str]) -> int:
