@@ -152,3 +152,25 @@ def test_an_ambiguous_prefix_names_every_candidate_like_argparse(server_args) ->
         parse(server_args, "0.5.11", ["--enable-h"])
     assert str(err.value).startswith(
         "ambiguous option: --enable-h could match --enable-hierarchical-cache, --enable-hisparse, --enable-http2")
+
+
+@pytest.mark.parametrize(
+    ("version", "argv", "layout"),
+    [
+        # 0.4.0-0.4.4's __post_init__: --enable-dp-attention makes one attention group per GPU (dp_size = tp_size)
+        ("0.4.0", "--tp 4 --dp 2 --enable-dp-attention", (4, 1, True)),
+        # _handle_data_parallelism up to 0.5.21: --dp-size counts the groups under --enable-dp-attention
+        ("0.5.11", "--tp 4 --dp 2 --enable-dp-attention", (2, 1, True)),
+        ("0.5.11", "--tp 4 --dp 2", (1, 2, False)),
+        # 0.5.22+: the deprecated spelling is --attn-dp-size; --dp-size beside it counts whole replicas
+        ("0.5.23", "--tp 4 --dp 2 --enable-dp-attention", (2, 1, True)),
+        ("0.5.23", "--tp 4 --attn-dp-size 4", (4, 1, True)),
+        ("0.5.23", "--tp 4 --attn-dp-size 2 --dp 2", (2, 2, True)),
+        ("0.5.23", "--tp 4 --dp 2", (1, 2, False)),
+    ],
+)
+def test_dp_layout_reads_attention_groups_and_replicas_per_release(server_args, version: str, argv: str,
+                                                                   layout: tuple[int, int, bool]) -> None:
+    got = parse(server_args, version, argv.split()).dp_layout(version)
+    assert (got.groups, got.replicas, got.attention) == layout
+    assert got.attn_tp_size(4) == (4 // layout[0] if layout[2] else 4)

@@ -562,3 +562,20 @@ def test_dsa_prefill_context_parallel_turns_dp_attention_on_so_dp_groups_share_t
     in_seq = glm5_plan("--nsa-prefill-cp-mode", "in-seq-split")
     assert in_seq.verdict != "refused" and in_seq.gpu_count == 8
     assert any("turns DP attention on" in n and "prefill context parallel" in n for n in in_seq.notes)
+
+
+@pytest.mark.parametrize(("sglang", "flags", "chunk"), [
+    ("0.4.3.post4", "--tp 2", 8192),
+    ("0.4.3.post4", "--tp 2 --enable-dp-attention", 4096),  # __post_init__ halves it up to 0.4.4
+    ("0.4.6", "--tp 4 --dp 4 --enable-dp-attention", 2048),  # _handle_data_parallelism: // dp_size
+    ("0.4.6", "--tp 4 --dp 4 --enable-dp-attention --chunked-prefill-size -1", -1),  # (off stays off)
+    ("0.5.23", "--tp 4 --attn-dp-size 2", 4096),  # arg_groups/parallel_hook.py: // attn_dp_size
+])
+def test_dp_attention_divides_the_chunked_prefill_size_among_its_groups(matrix, sglang: str, flags: str,
+                                                                         chunk: int) -> None:
+    """The chunk SGLang reports is each attention-DP group's (held against 0.5.9-0.5.23's parsers by
+    tests/test_sglang_oracle.py's DP_CP_CASES; the 0.4.x rules read from those wheels' server_args.py)."""
+    model = str(ROOT / "tests" / "data" / "models" / "llama-3.1-8b")
+    opts = PlanOptions(model=model, flags=tuple(flags.split()), gpu="H100 SXMx4", sglang=sglang,
+                       server_args_path=SERVER_ARGS)
+    assert plan_launch(opts, matrix=matrix).plan.chunked_prefill_size == chunk

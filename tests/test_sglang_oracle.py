@@ -298,6 +298,34 @@ def test_plan_agrees_with_sglang_on_dense_mla_vision_and_gpt_oss_models(sglang_r
     assert _differing(version, run_models(python, version, lists)) == {}
 
 
+# DP attention and attention context parallel beside the differential's --tp 2: the chunked prefill size DP attention
+# divides among its groups (server_args.py _handle_data_parallelism; arg_groups/parallel_hook.py from 0.5.19), the
+# deprecated --dp --enable-dp-attention and 0.5.22's --attn-dp-size, and _handle_context_parallelism's asserts on
+# tp % (dp * attn_cp). --enable-prefill-cp (0.5.14+) is an unknown flag to 0.5.9 and 0.5.11.
+DP_CP_CASES = [
+    ["--dp", "2", "--enable-dp-attention"], ["--dp", "2", "--enable-dp-attention", "--chunked-prefill-size", "4096"],
+    ["--dp", "2", "--enable-dp-attention", "--chunked-prefill-size", "-1"], ["--attn-dp-size", "2"],
+    ["--attn-dp-size", "2", "--chunked-prefill-size", "6144"], ["--attn-cp-size", "2"],
+    ["--attn-cp-size", "2", "--dp", "2", "--enable-dp-attention"],
+    ["--enable-prefill-cp", "--cp-strategy", "interleave"], ["--enable-prefill-cp"],
+    ["--enable-prefill-cp", "--cp-strategy", "zigzag", "--dp", "2", "--enable-dp-attention"],
+    ["--enable-prefill-cp", "--cp-strategy", "interleave", "--attn-cp-size", "2", "--attn-dp-size", "2"],
+]
+
+
+@pytest.mark.network
+def test_plan_agrees_with_sglang_on_data_parallel_attention_and_context_parallel(
+        sglang_release: tuple[str, str]) -> None:
+    """DP_CP_CASES on the seed model, Llama 3.1 8B and Qwen3-30B-A3B (a MoE) at TP 2 on two RTX A6000: the outcome,
+    its message and the resolved defaults (the chunked prefill size among them)."""
+    from differential import run_models
+
+    version, python = sglang_release
+    models = (ROOT / "examples" / "qwen3.6-27b", ROOT / "tests" / "data" / "models" / "llama-3.1-8b",
+              ROOT / "tests" / "data" / "models" / "qwen3-30b-a3b")
+    assert _differing(version, run_models(python, version, {str(m): DP_CP_CASES for m in models})) == {}
+
+
 # Model-specific attention asserts (server_args.py _handle_model_specific_adjustments, arg_groups/model_hook.py from
 # 0.5.19): Llama 4's backend list, Gemma 4's prefill / decode lists with its own default filling the unnamed side
 ATTENTION_LIST_CASES = [

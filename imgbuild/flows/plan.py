@@ -227,11 +227,11 @@ def read_gpus(options_gpu: str | None, *, matrix: Any, probe: Any, world: int, t
     return GpuView(host.devices[0].name, len(host.devices), float(total), free, allowance, "nvml", holders, nvlink)
 
 
-def check_parallelism(g: ModelGeometry, launch: LaunchConfig, gpu_count: int, gpu_name: str) -> None:
+def check_parallelism(g: ModelGeometry, launch: LaunchConfig, gpu_count: int, gpu_name: str, version: str) -> None:
     """Impossible TP/PP: what SGLang asserts while building the model, said before it loads."""
     tp, pp = launch.tp_size, launch.pp_size
-    attn_tp = launch.attn_tp_size
-    dp = launch.dp_size if not launch.enable_dp_attention else 1
+    layout = launch.dp_layout(version)
+    attn_tp, dp = layout.attn_tp_size(tp), layout.replicas
     world = tp * pp * dp
     if tp < 1 or pp < 1:
         raise UsageError(f"--tp-size {tp} / --pp-size {pp}: must be at least 1")
@@ -336,6 +336,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
     feeds the GPU-generation refusals (knowledge/argchecks.py), a ROCm GPU's gfx version is no SM."""
     v = launch.values
     piecewise = _piecewise_flag(rules, v, model_path)
+    layout = launch.dp_layout(rules.version)
     draft_path = v.get("speculative_draft_model_path")
     cuda_cc = compute_capability if gpus.platform == "cuda" else None
     refused = refusal(rules.version, v, (g.architecture,) if g.architecture else (), compute_capability=cuda_cc,
@@ -347,9 +348,9 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         gpu_compute_capability=compute_capability,
         tp_size=launch.tp_size,
         pp_size=launch.pp_size,
-        attn_tp_size=launch.attn_tp_size,
-        dp_size=launch.dp_size,
-        enable_dp_attention=launch.enable_dp_attention,
+        attn_tp_size=layout.attn_tp_size(launch.tp_size),
+        dp_size=layout.groups if layout.attention else layout.replicas,
+        enable_dp_attention=layout.attention,
         gpu_total_mib=gpus.total_mib,
         free_before_load_gib=gpus.free_gib,
         platform=gpus.platform,
@@ -462,10 +463,10 @@ def plan_launch(
     data_version, launch = _parse_launch(flags, version, options.server_args_path, notes)
     launch = _dsa_forced_dp_attention(launch, geometry, version, notes)
 
-    world = launch.tp_size * launch.pp_size * (1 if launch.enable_dp_attention else launch.dp_size)
+    world = launch.tp_size * launch.pp_size * launch.dp_layout(version).replicas
     gpus = read_gpus(options.gpu, matrix=matrix, probe=probe, world=world, tp=launch.tp_size, pp=launch.pp_size,
                      nnodes=int(launch.values.get("nnodes") or 1))
-    check_parallelism(geometry, launch, gpus.count, gpus.name)
+    check_parallelism(geometry, launch, gpus.count, gpus.name, version)
 
     rules = rules_for(version)
     listed = matrix.gpu_by_smi_name(gpus.name) if matrix is not None else None

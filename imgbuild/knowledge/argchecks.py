@@ -120,6 +120,13 @@ def _attn_dp_enabled(values: Values) -> bool:
     return _int(values, "attn_dp_size") > 1 or bool(_v(values, "enable_dp_attention"))
 
 
+def _attn_dp_groups(values: Values) -> int:
+    # arg_groups/parallel_hook.py handle_deprecated_dp_attention (0.5.22+): --dp-size N --enable-dp-attention is
+    # --attn-dp-size N
+    groups = _int(values, "attn_dp_size")
+    return _int(values, "dp_size") if groups == 1 and _v(values, "enable_dp_attention") else groups
+
+
 def _tlru_bounds(values: Values) -> tuple[Any, Any]:
     # kv_cache_hook.py handle_cache_compatibility: (threshold, next_prompt_estimate), each 0 when unset
     config = _v(values, "radix_eviction_policy_config", {})
@@ -1044,6 +1051,16 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("attn-cp-divides-tp", "_handle_context_parallelism", "0.5.9", "0.5.23",
              lambda v: _int(v, *_ATTN_CP) > 1 and _int(v, *_TP) % _int(v, *_ATTN_CP) != 0,
              lambda v: "AssertionError: tp_size must be divisible by attn_cp_size"),
+    # the same handler's second assert: with --dp-size as given up to 0.5.21; from 0.5.22 with the attention-DP groups
+    # (--attn-dp-size, or --dp-size under the deprecated --enable-dp-attention). An MLA or DSA model's prefill CP
+    # resolves its own attn_dp_size and attn_cp_size first (arg_groups/model_overrides/deepseek_v2.py), not modelled.
+    ArgCheck("attn-cp-dp-divides-tp", "_handle_context_parallelism", "0.5.9", "0.5.21",
+             lambda v: _int(v, *_ATTN_CP) > 1 and _int(v, *_TP) % (_int(v, "dp_size") * _int(v, *_ATTN_CP)) != 0,
+             lambda v: "AssertionError: tp_size must be divisible by dp_size * attn_cp_size"),
+    ArgCheck("attn-cp-attn-dp-divides-tp", "arg_groups/parallel_hook.py handle_context_parallelism", "0.5.22", "0.5.23",
+             lambda v: _int(v, *_ATTN_CP) > 1 and not (_v(v, "enable_prefill_cp") and (v.get(_MLA) or v.get(_DSA_MODEL)))
+             and _int(v, *_TP) % (_attn_dp_groups(v) * _int(v, *_ATTN_CP)) != 0,
+             lambda v: "AssertionError: tp_size must be divisible by attn_dp_size * attn_cp_size"),
     ArgCheck("moe-dp-divides-tp", "_handle_context_parallelism", "0.5.9", "0.5.23",
              lambda v: _int(v, *_MOE_DP) > 1 and _int(v, *_TP) % _int(v, *_MOE_DP) != 0,
              lambda v: "AssertionError: tp_size must be divisible by moe_dp_size"),

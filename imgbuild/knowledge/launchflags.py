@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from packaging.version import Version
+
 from imgbuild.errors import UsageError
 from imgbuild.knowledge.serverargs import FlagSpec
 
@@ -87,6 +89,20 @@ def split_command(command: str) -> LaunchCommand:
 
 
 @dataclass(frozen=True)
+class DpLayout:
+    """The data-parallel layout of a launch: ``groups`` attention-DP groups that split each TP group's attention
+    (its attention TP is tp_size // groups), ``replicas`` whole copies of the model (each on its own tp x pp GPUs),
+    ``attention`` whether DP attention runs (before 0.5.22 the flag turns it on even with one group)."""
+
+    groups: int
+    replicas: int
+    attention: bool
+
+    def attn_tp_size(self, tp_size: int) -> int:
+        return max(1, tp_size // self.groups) if self.attention and self.groups > 1 else tp_size
+
+
+@dataclass(frozen=True)
 class LaunchConfig:
     """The launch flags that matter to memory, after argparse defaults.
 
@@ -122,12 +138,21 @@ class LaunchConfig:
     def enable_dp_attention(self) -> bool:
         return bool(self.get("enable_dp_attention", False))
 
-    @property
-    def attn_tp_size(self) -> int:
-        # dp_attention splits the TP group into dp groups of attention TP (dp_attention.py)
-        if self.enable_dp_attention and self.dp_size > 1:
-            return max(1, self.tp_size // self.dp_size)
-        return self.tp_size
+    def dp_layout(self, version: str) -> DpLayout:
+        """How the DP flags split the GPUs in this release. Up to 0.5.21 --enable-dp-attention turns --dp-size into
+        attention-DP groups inside the TP group (server_args.py _handle_data_parallelism; before 0.4.4.post1
+        __post_init__ sets dp_size = tp_size). From 0.5.22 --attn-dp-size counts the groups and --dp-size whole
+        replicas; the deprecated --dp-size N --enable-dp-attention reads as --attn-dp-size N
+        (arg_groups/parallel_hook.py handle_deprecated_dp_attention)."""
+        release, dp = Version(version), self.dp_size
+        if release >= Version("0.5.22"):
+            groups = int(self.get("attn_dp_size", 1))
+            if groups == 1 and self.enable_dp_attention:
+                groups, dp = dp, 1
+            return DpLayout(groups, dp, groups > 1)
+        if not self.enable_dp_attention:
+            return DpLayout(1, dp, False)
+        return DpLayout(self.tp_size if release < Version("0.4.4.post1") else dp, 1, True)
 
     @property
     def mem_fraction_static(self) -> float | None:
