@@ -648,6 +648,12 @@ def test_triage_imports_no_adapter_library():
 # TensorRT-LLM's "only support Hopper", torch 2.7's compute-capability warning, LM Studio's load guardrail; one
 # log labelled unknown when collected is relabelled flags-refused, as the corpus labels the same launch's
 # ModelConfig refusal (vllm issue 26161). All: 437 of 511.
+# Rounds twenty-two to twenty-four: 104 logs, 16 of 20 held out and 72 of 84 tuned first seen. All: 455 of 531.
+# A twenty-fifth round (three collectors: SGLang's recent threads; other engines for the scarcer classes; RL and
+# serving frameworks): 45 logs (9 held out by the sha256 rule, 7 of 9 first seen; 36 tuned, 29 first seen). The
+# tuned misses taught: vLLM's executor quoting a worker's bare assert, tokenspeed's readiness give-up, Triton's
+# "device kernel image is invalid" as a driver too old for its ptxas, flash-attention's "CUDA error (file:line)",
+# LocalAI's and MLC's missing model files; one label stays a miss (listed). All: 463 of 540.
 
 TUNED_ALL = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 # The ninth round's tuned logs the classifier still reads otherwise, each with why: its class is argued
@@ -693,12 +699,17 @@ KNOWN_TUNED_MISSES = {
     # the fifteenth round
     "model-not-found.vllm-8331.txt": "the Hub's 401 raised through hf_raise_for_status, cut before its URL: a bare "
                                      "requests HTTPError is not read as the Hub's",
+    # the twenty-fifth round
+    "killed.arcticinference-37.txt": "the shell's Killed after vLLM's fatal-signal report, labelled killed when "
+                                     "collected; vLLM's client SIGKILLs its own process tree there "
+                                     "(v1/engine/core_client.py), so it is read as the child report",
 }
 TUNED = [p for p in TUNED_ALL if p.name not in KNOWN_TUNED_MISSES]
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 455 of 531 (0.857; the nineteenth round's part, 10 of 14 first seen, had taken it to
+HELDOUT_FLOOR = 0.85  # measured 463 of 540 (0.857; the nineteenth round's part, 10 of 14 first seen, had taken it to
 # 0.849, the twentieth's, 13 of 13, back up; the twenty-first's 10 of 15; the twenty-second's 6 of 7; the twenty-third's
-# 7 of 10; the twenty-fourth's 3 of 3); the target is 0.95
+# 7 of 10; the twenty-fourth's 3 of 3; the twenty-fifth's 7 of 9, and its tuned part's rule for Triton's "device
+# kernel image is invalid" took one older held-out log to right); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

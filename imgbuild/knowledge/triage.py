@@ -498,6 +498,9 @@ CATALOG: tuple[Signature, ...] = (
             r"cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
             # Ollama's GPU discovery when libcuda lacks a symbol it needs (ollama issue 6604)
             r"[Nn][Vv][Ii][Dd][Ii][Aa] driver is too old",
+            # CUDA_ERROR_INVALID_IMAGE as Triton's driver launcher reports it: a kernel its ptxas (a newer CUDA
+            # than the driver's) built that the driver cannot load (lmdeploy issue 3583; triton issue 1955)
+            r"Triton Error \[CUDA\]: device kernel image is invalid",
         ),
         "The host's NVIDIA driver is older than the CUDA the image's torch was built for.",
         (
@@ -773,6 +776,11 @@ CATALOG: tuple[Signature, ...] = (
         MODEL_NOT_FOUND,
         _re(
             r"Repo id must be in the form",
+            # LocalAI's backends on a model path that is not there ("could not load model: rpc error: ... stat
+            # /build/models/...: no such file or directory", LocalAI issue 1965) and MLC's CLI without the
+            # model's compiled library (mlc-llm issue 982)
+            r"could not load model: .*\bstat \S+: no such file or directory",
+            r"Cannot find the model library that corresponds to\b",
             # BentoML's model store (OpenLLM 0.x) without the model, and llama.cpp's loader on a missing file
             r"is not found in BentoML store\b",
             r"error loading model: failed to open \S+: No such file or directory",
@@ -1663,6 +1671,12 @@ _CHILD_REPORT = re.compile(
     r"|\bWorker proc \S+ died unexpectedly"  # vLLM's v1/executor/multiproc_executor.py: a TP worker
     # the same executor (0.8.x) and its engine client, when a worker sends SIGUSR1 (vllm issue 16777)
     r"|\b[Gg]ot fatal signal from worker processes, shutting down\b"
+    # the same executor (v1/executor/multiproc_executor.py get_response) on a worker's exception: a report only
+    # where it quotes no message of the exception's own (a bare assert, vllm issue 41027); a message it quotes
+    # is read for its words (vllm-project/recipes issue 760)
+    r"|\bWorker failed with error '(?:\w+: ?)?', please check the stack trace above for the root cause"
+    # tokenspeed's launcher when its server never answered its readiness probe (tokenspeed issue 365)
+    r"|^startup failed: gateway never reached 200 on \S+ within \d+s"
     # Hugging Face Inference Endpoints on a container that exited, its last log line as the "Reason" (TGI issue 3317)
     r"|\bEndpoint failed to start\b"
     # GPUStack's worker on the inference server it launched (GPUStack issue 109: "... exited with code 0.")
@@ -1799,6 +1813,9 @@ _STATED_ERROR = re.compile(r"^(?:ERROR|Error|error): +(?!pip's dependency resolv
                            r"|^Server error: 5\d\d - "  # Xinference's client, the worker's error after it
                            # ggml's CUDA backend (Ollama, llama.cpp) stating the CUDA error it stops on
                            r"|^CUDA error: \w"
+                           # flash-attention's CHECK_CUDA (hopper/flash_fwd_launch_template.h; "CUDA error
+                           # (file:line): invalid argument", FreeToken issue 442)
+                           r"|^CUDA error \([\w./+-]+:\d+\): \w"
                            # a logger's "LEVEL - message" without its time (sglang_router's launcher), and
                            # pytest's summary of a test that failed on an exception
                            r"|^ERROR - \S|^FAILED \S+::\S+ - \w*(?:Error|Exception)\b"
@@ -3451,6 +3468,7 @@ _WORDED: tuple[tuple[str, re.Pattern[str]], ...] = (
     # EINVAL ("[Errno 22] Invalid argument", glog's "...: Invalid argument [22]" from an RDMA registration)
     (FLAGS_REFUSED, re.compile(r"(?<!\()(?<!CUDA error: )(?<!HIP error: )(?<!\[CUDA\]: )(?<!runtime error: )(?<!\] )"
                                r"(?<!Messsage: )(?<!Message: )"  # Triton's "Triton Error [HIP]: Code: 1, Messsage: invalid argument"
+                               r"(?<!\): )"  # flash-attention's "CUDA error (file.h:203): invalid argument"
                                r"\b(?:unrecognized|unknown|invalid) (?:argument|option|flag)s?\b(?! \[\d+\])", re.IGNORECASE)),
     (IMPORT_FAILED, re.compile(r"\b(?:failed to import|cannot import|could not import|unable to import|"
                                r"no module named|undefined symbol)\b"
