@@ -326,6 +326,33 @@ def test_plan_agrees_with_sglang_on_data_parallel_attention_and_context_parallel
     assert _differing(version, run_models(python, version, {str(m): DP_CP_CASES for m in models})) == {}
 
 
+# Parallel layouts beside the differential's --tp 2, on eight GPUs so that replicas and pipeline stages fit (the
+# random corpus leaves --dp, --pp and --ep out: on two GPUs plan wants GPUs for them that SGLang's parser never
+# counts): _handle_data_parallelism's and _handle_context_parallelism's asserts (arg_groups/parallel_hook.py from
+# 0.5.19), 0.5.22's --attn-dp-size beside replicas. Found by held-back samples of random layouts and flag values.
+PARALLEL_CASES = [
+    ["--dp", "2"], ["--dp", "2", "--enable-dp-attention"], ["--dp", "4", "--enable-dp-attention"],
+    ["--pp-size", "2"], ["--pp-size", "2", "--dp", "2"], ["--ep-size", "2"], ["--moe-dp-size", "2"],
+    ["--moe-dp-size", "2", "--attn-cp-size", "2"], ["--moe-dp-size", "2", "--ep-size", "2"],
+    ["--moe-dp-size", "2", "--attn-cp-size", "2", "--pp-size", "2"], ["--attn-cp-size", "2", "--dp", "2"],
+    ["--attn-dp-size", "2"], ["--attn-dp-size", "2", "--dp", "2"], ["--attn-dp-size", "0"],
+    ["--dp", "2", "--enable-dp-attention", "--enable-dp-lm-head"],
+]
+
+
+@pytest.mark.network
+def test_plan_agrees_with_sglang_on_parallel_layouts(sglang_release: tuple[str, str]) -> None:
+    """PARALLEL_CASES on the seed model, Qwen3-30B-A3B and DeepSeek-V2-Lite (MoE, MLA) at TP 2 on eight H100s."""
+    from differential import H100_PROBE, run_models
+
+    version, python = sglang_release
+    models = (ROOT / "examples" / "qwen3.6-27b", ROOT / "tests" / "data" / "models" / "qwen3-30b-a3b",
+              ROOT / "tests" / "data" / "plan_logs" / "models" / "deepseek-v2-lite")
+    reports = run_models(python, version, {str(m): PARALLEL_CASES for m in models}, gpu="H100 SXMx8",
+                         probe=[*H100_PROBE[:-1], "8"])
+    assert _differing(version, reports) == {}
+
+
 # Model-specific attention asserts (server_args.py _handle_model_specific_adjustments, arg_groups/model_hook.py from
 # 0.5.19): Llama 4's backend list, Gemma 4's prefill / decode lists with its own default filling the unnamed side
 ATTENTION_LIST_CASES = [

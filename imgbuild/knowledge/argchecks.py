@@ -1023,8 +1023,22 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("linker-no-hicache-storage", "arg_groups/hicache_hook.py handle_hicache", "0.5.20", "0.5.23",
              lambda v: bool(_v(v, "enable_unified_cache_external_linker")) and _v(v, "hicache_storage_backend") is not None,
              lambda v: "ValueError: --enable-unified-cache-external-linker does not use --hicache-storage-backend."),
+    # _handle_data_parallelism (arg_groups/parallel_hook.py handle_data_parallelism from 0.5.19): a bare
+    # `assert tp_size % dp_size == 0` under DP attention; from 0.5.22 on the attention-DP groups, after the check
+    # that they do not come with replicas
+    ArgCheck("dp-attention-divides-tp", "_handle_data_parallelism", "0.4.4.post1", "0.5.21",
+             lambda v: bool(_v(v, "enable_dp_attention")) and _int(v, "dp_size") > 1
+             and _int(v, *_TP) % _int(v, "dp_size") != 0,
+             lambda v: "AssertionError: "),
+    ArgCheck("attn-dp-positive", "arg_groups/parallel_hook.py handle_data_parallelism", "0.5.22", "0.5.23",
+             lambda v: _int(v, "attn_dp_size") < 1,
+             lambda v: f"ValueError: --attn-dp-size must be positive (got {_int(v, 'attn_dp_size')})."),
+    ArgCheck("attn-dp-no-replicas", "arg_groups/parallel_hook.py handle_data_parallelism", "0.5.22", "0.5.23",
+             lambda v: _int(v, "attn_dp_size") > 1 and _int(v, "dp_size") > 1,
+             lambda v: f"ValueError: --dp-size {_int(v, 'dp_size')} with --attn-dp-size {_int(v, 'attn_dp_size')}: "
+                       "data-parallel replicas combined with attention data parallelism are not supported."),
     ArgCheck("attn-dp-divides-tp", "arg_groups/parallel_hook.py handle_data_parallelism", "0.5.22", "0.5.23",
-             lambda v: _int(v, "attn_dp_size") > 1 and _int(v, *_TP) % _int(v, "attn_dp_size") != 0,
+             lambda v: _attn_dp_groups(v) > 1 and _int(v, *_TP) % _attn_dp_groups(v) != 0,
              lambda v: "AssertionError: "),  # a bare `assert cfg.tp_size % cfg.attn_dp_size == 0`
     ArgCheck("tp-lm-head-a2a-needs-dp-attention", "arg_groups/overrides.py _dp_lm_head_validation", "0.5.18", "0.5.21",
              lambda v: bool(_v(v, "enable_tp_lm_head_all_to_all")) and not _v(v, "enable_dp_attention"),
@@ -1064,6 +1078,20 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("moe-dp-divides-tp", "_handle_context_parallelism", "0.5.9", "0.5.23",
              lambda v: _int(v, *_MOE_DP) > 1 and _int(v, *_TP) % _int(v, *_MOE_DP) != 0,
              lambda v: "AssertionError: tp_size must be divisible by moe_dp_size"),
+    # the rest of the same handler's MoE-DP block (ep_size as given: only an MLA or DSA prefill CP resolves it first),
+    # and the check after it (0.5.11 on)
+    ArgCheck("moe-dp-ep-within-tp", "_handle_context_parallelism", "0.5.9", "0.5.23",
+             lambda v: _int(v, *_MOE_DP) > 1 and _int(v, *_EP) * _int(v, *_MOE_DP) > _int(v, *_TP),
+             lambda v: "AssertionError: ep_size * moe_dp_size must be less than or equal to tp_size"),
+    ArgCheck("moe-dp-no-pp", "_handle_context_parallelism", "0.5.9", "0.5.23",
+             lambda v: _int(v, *_MOE_DP) > 1 and _int(v, "pp_size") > 1,
+             lambda v: "AssertionError: PP is not supported with context parallelism"),
+    ArgCheck("moe-dp-ep-fills-tp", "_handle_context_parallelism", "0.5.9", "0.5.23",
+             lambda v: _int(v, *_MOE_DP) > 1 and _int(v, *_EP) > 1 and _int(v, *_EP) * _int(v, *_MOE_DP) != _int(v, *_TP),
+             lambda v: "AssertionError: ep_size * moe_dp_size must be equal to tp_size"),
+    ArgCheck("attn-cp-moe-dp-match", "_handle_context_parallelism", "0.5.11", "0.5.23",
+             lambda v: _int(v, *_MOE_DP) > 1 and _int(v, *_ATTN_CP) != _int(v, *_MOE_DP),
+             lambda v: "AssertionError: attn_cp_size != moe_dp_size is only supported when moe_dp_size == 1"),
     ArgCheck("kv-cache-sharding-prefill-only", "arg_groups/kv_shard_hook.py handle_kv_cache_sharding", "0.5.22", "0.5.23",
              lambda v: bool(_v(v, "enable_kv_cache_sharding")) and _v(v, "disaggregation_mode") != "prefill",
              lambda v: "ValueError: --enable-kv-cache-sharding is only supported on PD prefill workers: a rank's pool holds "
