@@ -654,6 +654,11 @@ def test_triage_imports_no_adapter_library():
 # tuned misses taught: vLLM's executor quoting a worker's bare assert, tokenspeed's readiness give-up, Triton's
 # "device kernel image is invalid" as a driver too old for its ptxas, flash-attention's "CUDA error (file:line)",
 # LocalAI's and MLC's missing model files; one label stays a miss (listed). All: 463 of 540.
+# A twenty-sixth round (two collectors, aimed at the classes whose held-out logs most often read unknown:
+# architectures, kernel images and imports; child reports, NCCL and model files): 31 logs (11 held out, 8 of 11 first
+# seen; 20 tuned, 13 first seen). The tuned misses taught: ggml's "has no device code compatible with CUDA arch",
+# TEI's runtime/compile-time compute cap, "Unsupported compute capability: 12.0", TurboMind's missing decoding
+# kernel, vLLM 0.6's "Engine loop has died", Triton server's unhealthy Python stub, ModelScope's 404. All: 471 of 551.
 
 TUNED_ALL = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 # The ninth round's tuned logs the classifier still reads otherwise, each with why: its class is argued
@@ -706,10 +711,10 @@ KNOWN_TUNED_MISSES = {
 }
 TUNED = [p for p in TUNED_ALL if p.name not in KNOWN_TUNED_MISSES]
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 463 of 540 (0.857; the nineteenth round's part, 10 of 14 first seen, had taken it to
+HELDOUT_FLOOR = 0.85  # measured 471 of 551 (0.855; the nineteenth round's part, 10 of 14 first seen, had taken it to
 # 0.849, the twentieth's, 13 of 13, back up; the twenty-first's 10 of 15; the twenty-second's 6 of 7; the twenty-third's
 # 7 of 10; the twenty-fourth's 3 of 3; the twenty-fifth's 7 of 9, and its tuned part's rule for Triton's "device
-# kernel image is invalid" took one older held-out log to right); the target is 0.95
+# kernel image is invalid" took one older held-out log to right; the twenty-sixth's 8 of 11); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

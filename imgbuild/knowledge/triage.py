@@ -550,6 +550,16 @@ CATALOG: tuple[Signature, ...] = (
             # Triton's elementwise lowering of FP8 (e4m3) conversions on a GPU below sm_90 (vllm issue 5479)
             r"Conversion from/to f8\w+ is only supported on compute capability >= \d+",
             r"cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU",
+            # ggml's CUDA backend on a GPU its build has no code for ("CUDA kernel mma has no device code
+            # compatible with CUDA arch 520. ggml-cuda.cu was compiled for: ...", ollama issue 13169)
+            r"\bhas no device code compatible with CUDA arch \d+",
+            # text-embeddings-inference's candle backend built for another compute capability (TEI issue 268)
+            r"Runtime compute cap \d+ is not compatible with compile time compute cap \d+",
+            # a kernel library's dispatch on an SM it has no kernels for ("ValueError: Unsupported compute
+            # capability: 12.0", sglang issue 32933) and TurboMind's decoding kernels not built for this GPU's
+            # arch (lmdeploy issue 4408: head dim 256 on a V100)
+            r"\bUnsupported compute capability: \d+\.\d+",
+            r"\bNo decoding kernel found: decode_\w+",
             # rocBLAS with no Tensile kernels for this GPU's gfx target
             r"rocBLAS error: Cannot read \S*TensileLibrary\S*: .{0,60}for GPU arch",
             # cudaErrorInvalidDeviceFunction (98): a kernel with no code for this GPU is launched; HIP
@@ -813,6 +823,10 @@ CATALOG: tuple[Signature, ...] = (
             # huggingface_hub's HTTPError for a gated or private repo fetched without a token (sglang PR 14644),
             # or for a repo or file the Hub does not have (vllm-omni issue 2660)
             r"(?:401|403|404) Client Error: (?:Unauthorized|Forbidden|Not Found) for url: https://huggingface\.co/",
+            # the same from ModelScope's hub API, a model id it does not have (vLLM under VLLM_USE_MODELSCOPE,
+            # vllm issue 2629)
+            r"(?:401|403|404) Client Error: (?:Unauthorized|Forbidden|Not Found) for url: "
+            r"https://(?:www\.)?modelscope\.cn/api/v1/models/",
             # huggingface_hub/utils/_http.py's message for a gated repo fetched without access
             r"Access to model \S+ is restricted(?: and you are not in the authorized list)?\. ",
             # other Hub clients (the hf-hub crate: mistral.rs, TGI's router) with the status and the file's URL
@@ -1677,6 +1691,12 @@ _CHILD_REPORT = re.compile(
     r"|\bWorker failed with error '(?:\w+: ?)?', please check the stack trace above for the root cause"
     # tokenspeed's launcher when its server never answered its readiness probe (tokenspeed issue 365)
     r"|^startup failed: gateway never reached 200 on \S+ within \d+s"
+    # vLLM's MQLLMEngine client when its engine process's loop is gone (engine/multiprocessing/client.py,
+    # 0.6.x; vllm issue 9175)
+    r"|\bRuntimeError: Engine loop has died\b"
+    # Triton server's Python backend when a model's stub process died (triton-inference-server/server
+    # issue 6480, TensorRT-LLM issue 3526)
+    r"|\bStub process '[^']+' is not healthy"
     # Hugging Face Inference Endpoints on a container that exited, its last log line as the "Reason" (TGI issue 3317)
     r"|\bEndpoint failed to start\b"
     # GPUStack's worker on the inference server it launched (GPUStack issue 109: "... exited with code 0.")
