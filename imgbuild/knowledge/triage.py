@@ -1046,6 +1046,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Invalid IPv6 address inside brackets",
             r"Empty host in address",
             r"Invalid port number: ",
+            # Hydra (verl, NeMo) on a command-line override of a key the config lacks (verl PR 7430)
+            r"^Could not override '[\w.]+'\.",
             # argparse on a positional (a subcommand): "TRL CLI: error: argument command: invalid choice: 'x'"
             # (argparse names a subparsers action without a dest by its choices: "argument {a,b}: invalid choice")
             r"error: argument (?:[\w-]+|\{[\w,-]+\}): invalid choice: ",
@@ -1725,7 +1727,8 @@ _CHILD_REPORT = re.compile(
     # summary prints it below "Root Cause": "traceback : Signal 11 (SIGSEGV) received by PID 3304209"
     r"|\btraceback\s*:\s*Signal \d+ \(SIG[A-Z]+\) received by PID"
     # Ollama's server when its llama runner subprocess ended (llm/server.go)
-    r"|\bllama runner process has terminated: "
+    # (not where it names a segfault: the runner's own crash, ollama issue 6552)
+    r"|\bllama runner process has terminated: (?!signal: segmentation fault)"
     # a Go front end's gRPC call to its backend process that went away mid-call (LocalAI's "could not
     # load model: rpc error: code = Unavailable desc = error reading from server: EOF", LocalAI issue 1087)
     r"|\brpc error: code = Unavailable desc = (?:error reading from server: EOF|connection error)"
