@@ -579,3 +579,17 @@ def test_dp_attention_divides_the_chunked_prefill_size_among_its_groups(matrix, 
     opts = PlanOptions(model=model, flags=tuple(flags.split()), gpu="H100 SXMx4", sglang=sglang,
                        server_args_path=SERVER_ARGS)
     assert plan_launch(opts, matrix=matrix).plan.chunked_prefill_size == chunk
+
+
+@pytest.mark.parametrize(("sglang", "flags", "where"), [
+    ("0.5.11", "--tp 2 --dp 4 --enable-dp-attention", "server_args.py _handle_data_parallelism asserts tp_size % dp_size"),
+    ("0.5.23", "--tp 2 --attn-dp-size 4", "arg_groups/parallel_hook.py handle_data_parallelism asserts tp_size % attn_dp_size"),
+    ("0.5.11", "--tp 2 --enable-eplb", "server_args.py _handle_eplb_and_dispatch asserts ep_size > 1"),
+])
+def test_a_bare_assert_is_refused_as_sglang_prints_it_with_a_note_on_what_it_asserts(
+        matrix, sglang: str, flags: str, where: str) -> None:
+    opts = PlanOptions(model=str(ROOT / "tests" / "data" / "models" / "llama-3.1-8b"), flags=tuple(flags.split()),
+                       gpu="H100 SXMx4", sglang=sglang, server_args_path=SERVER_ARGS)
+    result = plan_launch(opts, matrix=matrix)
+    assert result.verdict == "refused" and result.problems[0] == "AssertionError: "
+    assert any(n.startswith(f"SGLang's AssertionError has no message: {where}") for n in result.notes)

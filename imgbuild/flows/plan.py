@@ -393,6 +393,7 @@ def memory_inputs(rules: Rules, g: ModelGeometry, launch: LaunchConfig, gpus: Gp
         enable_torch_compile=bool(v.get("enable_torch_compile")),
         argument_error=refused.message if refused else None,
         argument_error_late=bool(refused and refused.after_model_adjustments),
+        argument_error_asserts=refused.asserts if refused else None,
         cuda_graphs=cuda_graph_flags(v),
         disable_overlap_schedule=bool(v.get("disable_overlap_schedule")),
         linear_attn_backend=str(v.get("linear_attn_backend") or "triton"),
@@ -482,6 +483,8 @@ def plan_launch(
             raise UsageError(f"--speculative-draft-model-path: {exc.message}", hint=exc.hint) from exc
         inputs = replace(inputs, draft_geometry=draft.geometry)
     plan, started = _with_start_failure(plan_memory(inputs), rules.version, launch, geometry)
+    if inputs.argument_error_asserts and plan.refusal == inputs.argument_error:
+        notes.append(f"SGLang's AssertionError has no message: {inputs.argument_error_asserts}")
     suggestions = suggest_changes(inputs, plan, gpus) if options.suggest and not started else ()
     return PlanResult(
         model=model,

@@ -50,6 +50,7 @@ class ArgCheck:
     until: str  # the last release checked that has the rule (the newest in the matrix)
     applies: Callable[[Values], bool]
     message: Callable[[Values], str]
+    asserts: str = ""  # a bare assert's condition, where SGLang's AssertionError carries no message
 
     def in_release(self, version: str) -> bool:
         return Version(self.since) <= Version(version) <= Version(self.until)
@@ -1029,7 +1030,7 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("dp-attention-divides-tp", "_handle_data_parallelism", "0.4.4.post1", "0.5.21",
              lambda v: bool(_v(v, "enable_dp_attention")) and _int(v, "dp_size") > 1
              and _int(v, *_TP) % _int(v, "dp_size") != 0,
-             lambda v: "AssertionError: "),
+             lambda v: "AssertionError: ", asserts="tp_size % dp_size == 0 under DP attention"),
     ArgCheck("attn-dp-positive", "arg_groups/parallel_hook.py handle_data_parallelism", "0.5.22", "0.5.23",
              lambda v: _int(v, "attn_dp_size") < 1,
              lambda v: f"ValueError: --attn-dp-size must be positive (got {_int(v, 'attn_dp_size')})."),
@@ -1039,7 +1040,7 @@ CHECKS: tuple[ArgCheck, ...] = (
                        "data-parallel replicas combined with attention data parallelism are not supported."),
     ArgCheck("attn-dp-divides-tp", "arg_groups/parallel_hook.py handle_data_parallelism", "0.5.22", "0.5.23",
              lambda v: _attn_dp_groups(v) > 1 and _int(v, *_TP) % _attn_dp_groups(v) != 0,
-             lambda v: "AssertionError: "),  # a bare `assert cfg.tp_size % cfg.attn_dp_size == 0`
+             lambda v: "AssertionError: ", asserts="tp_size % attn_dp_size == 0"),
     ArgCheck("tp-lm-head-a2a-needs-dp-attention", "arg_groups/overrides.py _dp_lm_head_validation", "0.5.18", "0.5.21",
              lambda v: bool(_v(v, "enable_tp_lm_head_all_to_all")) and not _v(v, "enable_dp_attention"),
              lambda v: "AssertionError: Please enable dp attention when setting enable_tp_lm_head_all_to_all."),
@@ -1141,10 +1142,10 @@ CHECKS: tuple[ArgCheck, ...] = (
                        "--ep-dispatch-algorithm dynamic with --moe-a2a-backend none."),
     ArgCheck("eplb-needs-ep", "_handle_eplb_and_dispatch", "0.4.10.post2", "0.5.15.post1",
              lambda v: bool(_v(v, "enable_eplb")) and _int(v, *_EP) <= 1,
-             lambda v: "AssertionError: "),  # a bare `assert self.ep_size > 1`
+             lambda v: "AssertionError: ", asserts="ep_size > 1 with --enable-eplb"),
     ArgCheck("eplb-needs-ep-resolved", "arg_groups/parallel_hook.py handle_eplb_and_dispatch", "0.5.16", "0.5.23",
              lambda v: bool(_v(v, "enable_eplb")) and _v(v, "ep_join_mode") != "scale" and _int(v, *_EP) <= 1,
-             lambda v: "AssertionError: "),  # a bare `assert resolved_view(server_args).ep_size > 1`
+             lambda v: "AssertionError: ", asserts="ep_size > 1 with --enable-eplb"),
     ArgCheck("elastic-ep-rejoin-backend", "_handle_elastic_ep", "0.5.11", "0.5.15.post1",
              lambda v: bool(_v(v, "elastic_ep_rejoin")) and _v(v, "elastic_ep_backend") in (None, "none"),
              lambda v: "AssertionError: Elastic EP rejoin requires elastic_ep_backend to be set."),
@@ -1348,6 +1349,8 @@ class Refusal:
 
     message: str
     after_model_adjustments: bool
+    # where SGLang raises a bare assert and what it asserts ("server_args.py _handle_data_parallelism asserts ...")
+    asserts: str | None = None
 
 
 def refusal(version: str, values: Values, architectures: tuple[str, ...] = (), *,
@@ -1361,7 +1364,8 @@ def refusal(version: str, values: Values, architectures: tuple[str, ...] = (), *
     check, seen = found
     late = Version("0.5.10") <= Version(version) < Version("0.5.19") \
         and check.handler.split()[-1].lstrip("_") not in _BEFORE_MODEL_ADJUSTMENTS
-    return Refusal(check.message(seen), late)
+    where = check.handler if "/" in check.handler else f"server_args.py {check.handler}"
+    return Refusal(check.message(seen), late, f"{where} asserts {check.asserts}" if check.asserts else None)
 
 
 def _page_size_zero(values: Values, version: str, hybrid: bool) -> str | None:

@@ -813,6 +813,7 @@ class MemoryInputs:
     # SGLang raises argument_error only after its model adjustments (knowledge/argchecks.py
     # checked_after_model_adjustments): a refusal made there is printed instead
     argument_error_late: bool = False
+    argument_error_asserts: str | None = None  # a bare assert's place and condition (argchecks.Refusal.asserts)
     cuda_graphs: CudaGraphFlags = CudaGraphFlags()  # read from 0.5.16 on
     disable_overlap_schedule: bool = False  # read from 0.5.16 on (the hybrid cache strategy)
     linear_attn_backend: str = "triton"
