@@ -334,7 +334,8 @@ PARALLEL_CASES = [
     ["--dp", "2"], ["--dp", "2", "--enable-dp-attention"], ["--dp", "4", "--enable-dp-attention"],
     ["--pp-size", "2"], ["--pp-size", "2", "--dp", "2"], ["--ep-size", "2"], ["--moe-dp-size", "2"],
     ["--moe-dp-size", "2", "--attn-cp-size", "2"], ["--moe-dp-size", "2", "--ep-size", "2"],
-    ["--moe-dp-size", "2", "--attn-cp-size", "2", "--pp-size", "2"], ["--attn-cp-size", "2", "--dp", "2"],
+    ["--moe-dp-size", "2", "--attn-cp-size", "2", "--pp-size", "2"], ["--attn-cp-size", "2", "--pp-size", "2"],
+    ["--attn-cp-size", "2", "--dp", "2"],
     ["--attn-dp-size", "2"], ["--attn-dp-size", "2", "--dp", "2"], ["--attn-dp-size", "0"],
     ["--dp", "2", "--enable-dp-attention", "--enable-dp-lm-head"],
 ]

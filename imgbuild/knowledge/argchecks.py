@@ -1079,6 +1079,9 @@ CHECKS: tuple[ArgCheck, ...] = (
     ArgCheck("moe-dp-divides-tp", "_handle_context_parallelism", "0.5.9", "0.5.23",
              lambda v: _int(v, *_MOE_DP) > 1 and _int(v, *_TP) % _int(v, *_MOE_DP) != 0,
              lambda v: "AssertionError: tp_size must be divisible by moe_dp_size"),
+    ArgCheck("attn-cp-no-pp", "_handle_context_parallelism", "0.5.9", "0.5.9",  # (0.5.10 dropped it)
+             lambda v: _int(v, *_ATTN_CP) > 1 and _int(v, "pp_size") > 1,
+             lambda v: "AssertionError: PP is not supported with context parallelism"),
     # the rest of the same handler's MoE-DP block (ep_size as given: only an MLA or DSA prefill CP resolves it first),
     # and the check after it (0.5.11 on)
     ArgCheck("moe-dp-ep-within-tp", "_handle_context_parallelism", "0.5.9", "0.5.23",
