@@ -663,6 +663,10 @@ def test_triage_imports_no_adapter_library():
 # drivers, flags and CUDA OOM): 27 logs (5 held out, 5 of 5 first seen; 22 tuned, 20 first seen). The tuned misses
 # taught: Ollama's report of a runner that segfaulted is the crash, not a child report; Hydra's "Could not override"
 # (verl). All: 476 of 556.
+# A twenty-eighth round (one collector: forums, ROCm, Intel and Apple stacks, Kubernetes operators): 22 logs (5 held
+# out, 4 of 5 first seen; 17 tuned, 12 first seen). The tuned misses taught: NVIDIA NIM's unknown profiles and its
+# SIGTERM, Ollama's MLX runner without libmlxc, ggml's "ROCm error: invalid device function", SYCL's "No kernel
+# named ... was found". All: 480 of 561.
 
 TUNED_ALL = sorted((LOGS / "public").glob("*.txt")) + sorted((LOGS / "local").glob("*.txt"))
 # The ninth round's tuned logs the classifier still reads otherwise, each with why: its class is argued
@@ -715,10 +719,10 @@ KNOWN_TUNED_MISSES = {
 }
 TUNED = [p for p in TUNED_ALL if p.name not in KNOWN_TUNED_MISSES]
 HELDOUT = sorted((Path(__file__).parent / "data" / "failure-logs-heldout").glob("*.txt"))
-HELDOUT_FLOOR = 0.85  # measured 476 of 556 (0.856; the nineteenth round's part, 10 of 14 first seen, had taken it to
+HELDOUT_FLOOR = 0.85  # measured 480 of 561 (0.856; the nineteenth round's part, 10 of 14 first seen, had taken it to
 # 0.849, the twentieth's, 13 of 13, back up; the twenty-first's 10 of 15; the twenty-second's 6 of 7; the twenty-third's
 # 7 of 10; the twenty-fourth's 3 of 3; the twenty-fifth's 7 of 9, and its tuned part's rule for Triton's "device
-# kernel image is invalid" took one older held-out log to right; the twenty-sixth's 8 of 11; the twenty-seventh's 5 of 5); the target is 0.95
+# kernel image is invalid" took one older held-out log to right; the twenty-sixth's 8 of 11; the twenty-seventh's 5 of 5; the twenty-eighth's 4 of 5); the target is 0.95
 
 
 def corpus_case(path: Path) -> tuple[str, list[str]]:

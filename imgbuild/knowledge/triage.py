@@ -560,11 +560,14 @@ CATALOG: tuple[Signature, ...] = (
             # arch (lmdeploy issue 4408: head dim 256 on a V100)
             r"\bUnsupported compute capability: \d+\.\d+",
             r"\bNo decoding kernel found: decode_\w+",
+            # the SYCL runtime on a kernel the binary has no image of for this device (llama.cpp issue 20338)
+            r"\bNo kernel named \S+ was found",
             # rocBLAS with no Tensile kernels for this GPU's gfx target
             r"rocBLAS error: Cannot read \S*TensileLibrary\S*: .{0,60}for GPU arch",
             # cudaErrorInvalidDeviceFunction (98): a kernel with no code for this GPU is launched; HIP
             # words it the same, and names a missing code object for the GPU's gfx target
-            r"(?:CUDA|HIP) error: invalid device function|cuda runtime error \(98\) : invalid device function",
+            # (ggml's HIP build, as Ollama prints it, says "ROCm error": ollama issue 11123)
+            r"(?:CUDA|HIP|ROCm) error: invalid device function|cuda runtime error \(98\) : invalid device function",
             r"cudaErrorInvalidDeviceFunction|hipErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu",
             r"Unable to find code object for all current devices",
             # the HIP runtime's trace (AMD_LOG_LEVEL) of a fat binary without this gfx target (ROCm ATOM issue 69)
@@ -1048,6 +1051,8 @@ CATALOG: tuple[Signature, ...] = (
             r"Invalid port number: ",
             # Hydra (verl, NeMo) on a command-line override of a key the config lacks (verl PR 7430)
             r"^Could not override '[\w.]+'\.",
+            # NVIDIA NIM's model manifest on a profile it does not have (k8s-nim-operator issue 407)
+            r"Not all of the provided profiles are supported\.",
             # argparse on a positional (a subcommand): "TRL CLI: error: argument command: invalid choice: 'x'"
             # (argparse names a subparsers action without a dest by its choices: "argument {a,b}: invalid choice")
             r"error: argument (?:[\w-]+|\{[\w,-]+\}): invalid choice: ",
@@ -1125,6 +1130,8 @@ _IMPORT = Signature(
     _re(
         # sgl_kernel/load_utils.py (0.5.x): no common_ops variant could be loaded
         r"\[sgl_kernel\] CRITICAL: Could not load any common_ops library",
+        # Ollama's MLX runner without the MLX C library it loads (ollama issue 15471)
+        r"failed to initialize MLX: \S+ not found",
         # transformers' hub_kernels (5.x) importing a `kernels` release newer than it supports: the import
         # sglang 0.5.11 makes fails so (kernels/layer/layer.py LayerRepository)
         r"Either a revision or a version must be specified\.",
@@ -1391,7 +1398,9 @@ _KILLED = Signature(
 # KeyboardInterrupt("terminated") (a Kubernetes liveness probe restarting a pod still loading, imroc's TKE guide)
 _TERMINATED = Signature(
     KILLED,
-    _re(r"^KeyboardInterrupt: terminated\s*$"),
+    _re(r"^KeyboardInterrupt: terminated\s*$",
+        # NVIDIA NIM's entrypoint on a SIGTERM from its host (azure-container-apps issue 1583)
+        r"\bstart_server\.sh received SIGTERM, attempting graceful shutdown"),
     "The process was stopped from outside (SIGTERM): an orchestrator's probe or stop, not a failure of its own.",
     ("If a liveness or readiness probe stopped it while the model loaded, give the probe a start-up grace "
      "(Kubernetes: a startupProbe, or initialDelaySeconds longer than the load) or raise its timeout.",
