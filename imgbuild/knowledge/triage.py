@@ -1705,8 +1705,7 @@ _CHILD_REPORT = re.compile(
     # vLLM's MQLLMEngine client when its engine process's loop is gone (engine/multiprocessing/client.py,
     # 0.6.x; vllm issue 9175)
     r"|\bRuntimeError: Engine loop has died\b"
-    # Triton server's Python backend when a model's stub process died (triton-inference-server/server
-    # issue 6480, TensorRT-LLM issue 3526)
+    # Triton server's Python backend when a model's stub process died (TensorRT-LLM issue 3526)
     r"|\bStub process '[^']+' is not healthy"
     # Hugging Face Inference Endpoints on a container that exited, its last log line as the "Reason" (TGI issue 3317)
     r"|\bEndpoint failed to start\b"
