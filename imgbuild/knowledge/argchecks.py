@@ -37,6 +37,7 @@ from typing import Any
 from packaging.version import Version
 
 from imgbuild.knowledge.attnbackend import default_attention_backend
+from imgbuild.knowledge.launchflags import attention_dp_groups
 from imgbuild.knowledge.quantscheme import QuantScheme
 
 Values = Mapping[str, Any]
@@ -119,13 +120,6 @@ def _linear_decode_backend(values: Values) -> str:
 def _attn_dp_enabled(values: Values) -> bool:
     # runtime_context.py attn_dp_enabled_of (0.5.22+): --attn-dp-size > 1, or the deprecated --enable-dp-attention
     return _int(values, "attn_dp_size") > 1 or bool(_v(values, "enable_dp_attention"))
-
-
-def _attn_dp_groups(values: Values) -> int:
-    # arg_groups/parallel_hook.py handle_deprecated_dp_attention (0.5.22+): --dp-size N --enable-dp-attention is
-    # --attn-dp-size N
-    groups = _int(values, "attn_dp_size")
-    return _int(values, "dp_size") if groups == 1 and _v(values, "enable_dp_attention") else groups
 
 
 def _tlru_bounds(values: Values) -> tuple[Any, Any]:
@@ -1039,7 +1033,7 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: f"ValueError: --dp-size {_int(v, 'dp_size')} with --attn-dp-size {_int(v, 'attn_dp_size')}: "
                        "data-parallel replicas combined with attention data parallelism are not supported."),
     ArgCheck("attn-dp-divides-tp", "arg_groups/parallel_hook.py handle_data_parallelism", "0.5.22", "0.5.23",
-             lambda v: _attn_dp_groups(v) > 1 and _int(v, *_TP) % _attn_dp_groups(v) != 0,
+             lambda v: attention_dp_groups(v)[0] > 1 and _int(v, *_TP) % attention_dp_groups(v)[0] != 0,
              lambda v: "AssertionError: ", asserts="tp_size % attn_dp_size == 0"),
     ArgCheck("tp-lm-head-a2a-needs-dp-attention", "arg_groups/overrides.py _dp_lm_head_validation", "0.5.18", "0.5.21",
              lambda v: bool(_v(v, "enable_tp_lm_head_all_to_all")) and not _v(v, "enable_dp_attention"),
@@ -1074,7 +1068,7 @@ CHECKS: tuple[ArgCheck, ...] = (
              lambda v: "AssertionError: tp_size must be divisible by dp_size * attn_cp_size"),
     ArgCheck("attn-cp-attn-dp-divides-tp", "arg_groups/parallel_hook.py handle_context_parallelism", "0.5.22", "0.5.23",
              lambda v: _int(v, *_ATTN_CP) > 1 and not (_v(v, "enable_prefill_cp") and (v.get(_MLA) or v.get(_DSA_MODEL)))
-             and _int(v, *_TP) % (_attn_dp_groups(v) * _int(v, *_ATTN_CP)) != 0,
+             and _int(v, *_TP) % (attention_dp_groups(v)[0] * _int(v, *_ATTN_CP)) != 0,
              lambda v: "AssertionError: tp_size must be divisible by attn_dp_size * attn_cp_size"),
     ArgCheck("moe-dp-divides-tp", "_handle_context_parallelism", "0.5.9", "0.5.23",
              lambda v: _int(v, *_MOE_DP) > 1 and _int(v, *_TP) % _int(v, *_MOE_DP) != 0,

@@ -88,6 +88,15 @@ def split_command(command: str) -> LaunchCommand:
     return LaunchCommand(model_path=model_path, flags=tuple(flags))
 
 
+def attention_dp_groups(values: Mapping[str, Any]) -> tuple[int, int]:
+    """(attention-DP groups, whole replicas) from the flag values as 0.5.22 on reads them: --attn-dp-size counts the
+    groups and --dp-size the replicas, and the deprecated --dp-size N --enable-dp-attention is --attn-dp-size N
+    (arg_groups/parallel_hook.py handle_deprecated_dp_attention)."""
+    groups = int(values["attn_dp_size"]) if values.get("attn_dp_size") is not None else 1
+    replicas = int(values["dp_size"]) if values.get("dp_size") is not None else 1
+    return (replicas, 1) if groups == 1 and values.get("enable_dp_attention") else (groups, replicas)
+
+
 @dataclass(frozen=True)
 class DpLayout:
     """The data-parallel layout of a launch: ``groups`` attention-DP groups that split each TP group's attention
@@ -141,15 +150,11 @@ class LaunchConfig:
     def dp_layout(self, version: str) -> DpLayout:
         """How the DP flags split the GPUs in this release. Up to 0.5.21 --enable-dp-attention turns --dp-size into
         attention-DP groups inside the TP group (server_args.py _handle_data_parallelism; before 0.4.4.post1
-        __post_init__ sets dp_size = tp_size). From 0.5.22 --attn-dp-size counts the groups and --dp-size whole
-        replicas; the deprecated --dp-size N --enable-dp-attention reads as --attn-dp-size N
-        (arg_groups/parallel_hook.py handle_deprecated_dp_attention)."""
+        __post_init__ sets dp_size = tp_size); from 0.5.22 attention_dp_groups."""
         release, dp = Version(version), self.dp_size
         if release >= Version("0.5.22"):
-            groups = int(self.get("attn_dp_size", 1))
-            if groups == 1 and self.enable_dp_attention:
-                groups, dp = dp, 1
-            return DpLayout(groups, dp, groups > 1)
+            groups, replicas = attention_dp_groups(self.values)
+            return DpLayout(groups, replicas, groups > 1)
         if not self.enable_dp_attention:
             return DpLayout(1, dp, False)
         return DpLayout(self.tp_size if release < Version("0.4.4.post1") else dp, 1, True)

@@ -1241,9 +1241,6 @@ class _Settings:
     strategy: str | None
     page_size: int
     aiter_factor: float = 1.0  # aiter_mfs_factor, already in mfs
-    # the chunk each attention-DP rank prefills (_dp_attention_chunk); ``chunked`` stays the size the memory
-    # settings read, and the runtime estimate too: the MoE layers gather every group's chunk
-    rank_chunked: int | None = None
 
 
 def _piecewise_graphs(inp: MemoryInputs) -> bool:
@@ -1638,14 +1635,14 @@ def _server_args(inp: MemoryInputs, out: _Outcome) -> _Settings:
         out.refuse(inp.argument_error or "")
     return _Settings(
         chunked, graph_bs, piecewise, algo, mfs, mfs_default, mrr_flag, draft_tokens, context, radix, strategy, page_size,
-        aiter_factor=aiter, rank_chunked=_dp_attention_chunk(inp, chunked),
+        aiter_factor=aiter,
     )
 
 
 def _dp_attention_chunk(inp: MemoryInputs, chunked: int) -> int:
     """The chunked prefill size after DP attention divides it among its groups ("DP attention is enabled. The
     chunked prefill size is adjusted to ..."), which SGLang does after the memory settings have read the undivided
-    size: server_args.py __post_init__ halves it up to 0.4.4, _handle_data_parallelism divides it by dp_size from
+    size (the planner's own runtime estimate reads it too: the MoE layers gather every group's chunk): server_args.py __post_init__ halves it up to 0.4.4, _handle_data_parallelism divides it by dp_size from
     0.4.4.post1, arg_groups/parallel_hook.py handle_data_parallelism from 0.5.19 (by attn_dp_size from 0.5.22)."""
     if not inp.enable_dp_attention:
         return chunked
@@ -2207,7 +2204,7 @@ def plan_memory(inp: MemoryInputs) -> MemoryPlan:
         mem_fraction_static_default=s.mfs_default,
         platform=inp.platform,
         aiter_factor=s.aiter_factor,
-        chunked_prefill_size=-1 if inp.enable_mis else s.rank_chunked if s.rank_chunked is not None else s.chunked,
+        chunked_prefill_size=-1 if inp.enable_mis else _dp_attention_chunk(inp, s.chunked),
         cuda_graph_max_bs=s.graph_bs,
         gpu_total_gib=(inp.gpu_total_mib or 0) / 1024,
         free_before_load_gib=inp.free_before_load_gib,
